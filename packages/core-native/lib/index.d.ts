@@ -1,0 +1,75 @@
+/** Storage dtype codes understood by the kernels. */
+export declare const DType: { readonly F32: 0; readonly F16: 1; readonly BF16: 2; readonly QAFFINE: 3 };
+export type DTypeCode = 0 | 1 | 2 | 3;
+export declare const UnaryOp: {
+  readonly SILU: 0; readonly GELU_TANH: 1; readonly GELU_ERF: 2; readonly RELU: 3; readonly TANH: 4;
+  readonly EXP: 5; readonly SIGMOID: 6; readonly NEG: 7; readonly SQUARE: 8; readonly SQRT: 9;
+};
+export declare const BinaryOp: { readonly ADD: 0; readonly SUB: 1; readonly MUL: 2; readonly DIV: 3; readonly MAX: 4 };
+
+/** A weight matrix [rows, cols] as the kernels read it (a Linear's [out, in]). */
+export interface NativeWeight {
+  dtype: DTypeCode;
+  /** f32/f16/bf16 element bytes, or the packed U32 codes of an MLX affine weight. Any alignment. */
+  data: ArrayBufferView | ArrayBuffer;
+  rows: number;
+  cols: number;
+  /** MLX affine only: [rows, cols/groupSize] in scaleDtype. */
+  scales?: ArrayBufferView;
+  biases?: ArrayBufferView;
+  scaleDtype?: 0 | 1 | 2;
+  bits?: 2 | 3 | 4 | 5 | 6 | 8;
+  groupSize?: 32 | 64 | 128;
+}
+
+export interface CpuInfo {
+  arch: 'x64' | 'arm64' | 'other';
+  /** The kernel variant in use. */
+  isa: string;
+  /** Variants this binary has that this CPU can run, worst first. */
+  variants: string[];
+  threads: number;
+  physicalCores: number;
+  features: { avx2: boolean; fma: boolean; f16c: boolean; avx512: boolean; avx512vnni: boolean; neon: boolean };
+}
+
+export interface AttentionOptions {
+  q: Float32Array; nQ: number; nHeads: number; headDim: number; vDim?: number;
+  qPos: Int32Array;
+  k: ArrayBufferView; v: ArrayBufferView; kvDtype: 0 | 1 | 2; nKv: number; nKvHeads: number;
+  /** Absolute position of each key slot; negative = empty slot. */
+  kPos: Int32Array;
+  scale: number; softcap?: number; causal?: boolean; window?: number;
+  /** Optional [maskHeads, nQ, nKv] bytes, nonzero = visible; ANDed with causal/window. */
+  mask?: Uint8Array; maskHeads?: number;
+  out: Float32Array;
+}
+
+export declare function cpuInfo(): CpuInfo;
+/** Forces a kernel variant ('scalar' | 'avx2' | 'avx512' | 'neon'); throws if unavailable. */
+export declare function setIsa(name: string): string;
+export declare function setThreads(n: number): number;
+/** A zeroed, 64-byte aligned native buffer (external ArrayBuffer; copied where externals are forbidden). */
+export declare function alloc(bytes: number): ArrayBuffer;
+/** Read-only (copy-on-write) mapping of a whole file. */
+export declare function mmapFile(path: string): ArrayBuffer;
+
+export declare function matmul(x: Float32Array, M: number, w: NativeWeight, bias: Float32Array | null, out: Float32Array): void;
+export declare function gather(ids: Int32Array, w: NativeWeight, out: Float32Array): void;
+export declare function rmsNorm(x: Float32Array, rows: number, dim: number, weight: Float32Array | null, eps: number, plusOne: boolean, out: Float32Array): void;
+export declare function layerNorm(x: Float32Array, rows: number, dim: number, weight: Float32Array | null, bias: Float32Array | null, eps: number, out: Float32Array): void;
+export declare function softmax(x: Float32Array, rows: number, dim: number, out: Float32Array): void;
+export declare function unary(op: number, x: Float32Array, out: Float32Array): void;
+export declare function binary(op: number, a: Float32Array, b: Float32Array, out: Float32Array): void;
+export declare function affine(x: Float32Array, s: number, t: number, out: Float32Array): void;
+export declare function rope(x: Float32Array, nTok: number, nHeads: number, headDim: number, positions: Int32Array, cosTab: Float32Array, sinTab: Float32Array, rotDim: number, interleaved: boolean): void;
+export declare function attention(o: AttentionOptions): void;
+export declare function toF32(src: ArrayBufferView | ArrayBuffer, srcDtype: 0 | 1 | 2, count: number, out: Float32Array): void;
+export declare function fromF32(src: Float32Array, dstDtype: 1 | 2, out: Uint16Array): void;
+export declare function quantize(w: Float32Array, rows: number, cols: number, bits: number, group: number, outWords: Uint32Array, outScales: Float32Array, outBiases: Float32Array): void;
+export declare function argmax(x: Float32Array, rows: number, dim: number, out: Int32Array): void;
+export declare function topk(x: Float32Array, k: number, outIdx: Int32Array, outVal: Float32Array): void;
+export declare function streamSum(buf: ArrayBufferView | ArrayBuffer): number;
+
+declare const native: Record<string, unknown>;
+export default native;

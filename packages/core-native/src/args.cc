@@ -1,0 +1,115 @@
+#include "args.h"
+
+namespace mlx {
+
+void throw_type(Napi::Env env, const std::string& msg) { throw Napi::TypeError::New(env, msg); }
+void throw_range(Napi::Env env, const std::string& msg) { throw Napi::RangeError::New(env, msg); }
+
+static std::string where(const char* fn, const char* name) { return std::string(fn) + ": " + name; }
+
+bool is_nullish(const Napi::Value& v) { return v.IsUndefined() || v.IsNull(); }
+
+Bytes bytes_arg(const Napi::Value& v, const char* fn, const char* name) {
+  Bytes b;
+  if (v.IsTypedArray()) {
+    auto ta = v.As<Napi::TypedArray>();
+    b.data = static_cast<uint8_t*>(ta.ArrayBuffer().Data()) + ta.ByteOffset();
+    b.size = ta.ByteLength();
+  } else if (v.IsArrayBuffer()) {
+    auto ab = v.As<Napi::ArrayBuffer>();
+    b.data = static_cast<uint8_t*>(ab.Data());
+    b.size = ab.ByteLength();
+  } else if (v.IsDataView()) {
+    auto dv = v.As<Napi::DataView>();
+    b.data = static_cast<uint8_t*>(dv.ArrayBuffer().Data()) + dv.ByteOffset();
+    b.size = dv.ByteLength();
+  } else {
+    throw_type(v.Env(), where(fn, name) + " must be a TypedArray or ArrayBuffer");
+  }
+  if (b.size > 0 && b.data == nullptr) throw_type(v.Env(), where(fn, name) + " is a detached buffer");
+  return b;
+}
+
+float* f32_arg(const Napi::Value& v, const char* fn, const char* name, int64_t min_count) {
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
+    throw_type(v.Env(), where(fn, name) + " must be a Float32Array");
+  auto a = v.As<Napi::Float32Array>();
+  if (int64_t(a.ElementLength()) < min_count)
+    throw_range(v.Env(), where(fn, name) + " has " + std::to_string(a.ElementLength()) + " elements, needs " +
+                             std::to_string(min_count));
+  return a.Data();
+}
+
+int32_t* i32_arg(const Napi::Value& v, const char* fn, const char* name, int64_t min_count) {
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
+    throw_type(v.Env(), where(fn, name) + " must be an Int32Array");
+  auto a = v.As<Napi::Int32Array>();
+  if (int64_t(a.ElementLength()) < min_count)
+    throw_range(v.Env(), where(fn, name) + " has " + std::to_string(a.ElementLength()) + " elements, needs " +
+                             std::to_string(min_count));
+  return a.Data();
+}
+
+int64_t int_arg(const Napi::Value& v, const char* fn, const char* name, int64_t lo, int64_t hi) {
+  if (!v.IsNumber()) throw_type(v.Env(), where(fn, name) + " must be a number");
+  double d = v.As<Napi::Number>().DoubleValue();
+  if (!(d == double(int64_t(d)))) throw_type(v.Env(), where(fn, name) + " must be an integer, got " + std::to_string(d));
+  int64_t i = int64_t(d);
+  if (i < lo || i > hi)
+    throw_range(v.Env(), where(fn, name) + " = " + std::to_string(i) + " is outside [" + std::to_string(lo) + ", " +
+                             std::to_string(hi) + "]");
+  return i;
+}
+
+double num_arg(const Napi::Value& v, const char* fn, const char* name) {
+  if (!v.IsNumber()) throw_type(v.Env(), where(fn, name) + " must be a number");
+  return v.As<Napi::Number>().DoubleValue();
+}
+
+bool bool_arg(const Napi::Value& v, const char* fn, const char* name) {
+  if (is_nullish(v)) return false;
+  if (!v.IsBoolean()) throw_type(v.Env(), where(fn, name) + " must be a boolean");
+  return v.As<Napi::Boolean>().Value();
+}
+
+WeightRef weight_arg(const Napi::Value& v, const char* fn, const char* name) {
+  Napi::Env env = v.Env();
+  if (!v.IsObject()) throw_type(env, where(fn, name) + " must be a weight descriptor object");
+  Napi::Object o = v.As<Napi::Object>();
+  std::string w = where(fn, name);
+  WeightRef r;
+  r.dtype = int(int_arg(o.Get("dtype"), fn, (std::string(name) + ".dtype").c_str(), 0, 3));
+  r.rows = int_arg(o.Get("rows"), fn, (std::string(name) + ".rows").c_str(), 0, int64_t(1) << 40);
+  r.cols = int_arg(o.Get("cols"), fn, (std::string(name) + ".cols").c_str(), 1, int64_t(1) << 40);
+  Bytes data = bytes_arg(o.Get("data"), fn, (std::string(name) + ".data").c_str());
+  r.data = data.data;
+  if (r.dtype != kQAffine) {
+    size_t need = size_t(r.rows * r.cols) * (r.dtype == kF32 ? 4 : 2);
+    if (data.size < need)
+      throw_range(env, w + ".data has " + std::to_string(data.size) + " bytes, needs " + std::to_string(need) +
+                           " for [" + std::to_string(r.rows) + ", " + std::to_string(r.cols) + "]");
+    return r;
+  }
+  r.bits = int(int_arg(o.Get("bits"), fn, (std::string(name) + ".bits").c_str(), 2, 8));
+  if (r.bits == 7) throw_range(env, w + ".bits = 7 is not an MLX affine width (2, 3, 4, 5, 6, 8)");
+  r.group = int(int_arg(o.Get("groupSize"), fn, (std::string(name) + ".groupSize").c_str(), 32, 128));
+  if (r.group != 32 && r.group != 64 && r.group != 128)
+    throw_range(env, w + ".groupSize = " + std::to_string(r.group) + " is not 32, 64 or 128");
+  if (r.cols % r.group != 0)
+    throw_range(env, w + ": cols " + std::to_string(r.cols) + " is not a multiple of groupSize " + std::to_string(r.group));
+  r.scale_dtype = int(int_arg(o.Get("scaleDtype"), fn, (std::string(name) + ".scaleDtype").c_str(), 0, 2));
+  const size_t packed = size_t(r.rows) * size_t(r.cols) * size_t(r.bits) / 8;
+  if (data.size < packed)
+    throw_range(env, w + ".data has " + std::to_string(data.size) + " bytes, needs " + std::to_string(packed) +
+                         " for " + std::to_string(r.bits) + "-bit [" + std::to_string(r.rows) + ", " + std::to_string(r.cols) + "]");
+  const size_t sbytes = size_t(r.rows) * size_t(r.cols / r.group) * (r.scale_dtype == kF32 ? 4 : 2);
+  Bytes s = bytes_arg(o.Get("scales"), fn, (std::string(name) + ".scales").c_str());
+  Bytes b = bytes_arg(o.Get("biases"), fn, (std::string(name) + ".biases").c_str());
+  if (s.size < sbytes) throw_range(env, w + ".scales has " + std::to_string(s.size) + " bytes, needs " + std::to_string(sbytes));
+  if (b.size < sbytes) throw_range(env, w + ".biases has " + std::to_string(b.size) + " bytes, needs " + std::to_string(sbytes));
+  r.scales = s.data;
+  r.biases = b.data;
+  return r;
+}
+
+}  // namespace mlx

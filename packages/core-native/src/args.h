@@ -1,0 +1,38 @@
+// Argument checking shared by all bindings. Every entry point validates shapes, dtypes and buffer
+// sizes through these helpers and throws a JS error naming the function and argument at fault.
+#pragma once
+#include <napi.h>
+
+#include <cstdint>
+#include <string>
+
+#include "kernels.h"
+
+namespace mlx {
+
+struct Bytes {
+  uint8_t* data = nullptr;
+  size_t size = 0;
+};
+
+[[noreturn]] void throw_type(Napi::Env env, const std::string& msg);
+[[noreturn]] void throw_range(Napi::Env env, const std::string& msg);
+
+// Any TypedArray, DataView or ArrayBuffer.
+Bytes bytes_arg(const Napi::Value& v, const char* fn, const char* name);
+bool is_nullish(const Napi::Value& v);
+
+// A Float32Array holding at least `min_count` floats.
+float* f32_arg(const Napi::Value& v, const char* fn, const char* name, int64_t min_count);
+// An Int32Array holding at least `min_count` ints.
+int32_t* i32_arg(const Napi::Value& v, const char* fn, const char* name, int64_t min_count);
+// An integer Number in [lo, hi].
+int64_t int_arg(const Napi::Value& v, const char* fn, const char* name, int64_t lo, int64_t hi);
+double num_arg(const Napi::Value& v, const char* fn, const char* name);
+bool bool_arg(const Napi::Value& v, const char* fn, const char* name);
+
+// Parses and validates a weight descriptor object:
+// { dtype: 0 f32 | 1 f16 | 2 bf16 | 3 affine, data, rows, cols, scales?, biases?, scaleDtype?, bits?, groupSize? }
+WeightRef weight_arg(const Napi::Value& v, const char* fn, const char* name);
+
+}  // namespace mlx

@@ -1,0 +1,129 @@
+// Norms, softmax, unary/binary elementwise ops, affine and RoPE.
+#include "args.h"
+#include "bindings.h"
+
+namespace mlx {
+namespace {
+
+int64_t length_of(const Napi::Value& v, const char* fn, const char* name) {
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
+    throw_type(v.Env(), std::string(fn) + ": " + name + " must be a Float32Array");
+  return int64_t(v.As<Napi::TypedArray>().ElementLength());
+}
+
+// rmsNorm(x, rows, dim, weight|null, eps, plusOne, out)
+Napi::Value RmsNorm(const Napi::CallbackInfo& info) {
+  const char* fn = "rmsNorm";
+  int64_t rows = int_arg(info[1], fn, "rows", 0, int64_t(1) << 40);
+  int64_t dim = int_arg(info[2], fn, "dim", 1, int64_t(1) << 30);
+  const float* x = f32_arg(info[0], fn, "x", rows * dim);
+  const float* w = is_nullish(info[3]) ? nullptr : f32_arg(info[3], fn, "weight", dim);
+  float eps = float(num_arg(info[4], fn, "eps"));
+  bool plus_one = bool_arg(info[5], fn, "plusOne");
+  float* out = f32_arg(info[6], fn, "out", rows * dim);
+  kernels().rms_norm(x, rows, dim, w, eps, plus_one, out);
+  return info.Env().Undefined();
+}
+
+// layerNorm(x, rows, dim, weight|null, bias|null, eps, out)
+Napi::Value LayerNorm(const Napi::CallbackInfo& info) {
+  const char* fn = "layerNorm";
+  int64_t rows = int_arg(info[1], fn, "rows", 0, int64_t(1) << 40);
+  int64_t dim = int_arg(info[2], fn, "dim", 1, int64_t(1) << 30);
+  const float* x = f32_arg(info[0], fn, "x", rows * dim);
+  const float* w = is_nullish(info[3]) ? nullptr : f32_arg(info[3], fn, "weight", dim);
+  const float* b = is_nullish(info[4]) ? nullptr : f32_arg(info[4], fn, "bias", dim);
+  float eps = float(num_arg(info[5], fn, "eps"));
+  float* out = f32_arg(info[6], fn, "out", rows * dim);
+  kernels().layer_norm(x, rows, dim, w, b, eps, out);
+  return info.Env().Undefined();
+}
+
+// softmax(x, rows, dim, out)
+Napi::Value Softmax(const Napi::CallbackInfo& info) {
+  const char* fn = "softmax";
+  int64_t rows = int_arg(info[1], fn, "rows", 0, int64_t(1) << 40);
+  int64_t dim = int_arg(info[2], fn, "dim", 1, int64_t(1) << 32);
+  const float* x = f32_arg(info[0], fn, "x", rows * dim);
+  float* out = f32_arg(info[3], fn, "out", rows * dim);
+  kernels().softmax(x, rows, dim, out);
+  return info.Env().Undefined();
+}
+
+// unary(op, x, out)
+Napi::Value Unary(const Napi::CallbackInfo& info) {
+  const char* fn = "unary";
+  int op = int(int_arg(info[0], fn, "op", 0, kSqrt));
+  int64_t n = length_of(info[1], fn, "x");
+  const float* x = f32_arg(info[1], fn, "x", n);
+  float* out = f32_arg(info[2], fn, "out", n);
+  kernels().unary(op, x, n, out);
+  return info.Env().Undefined();
+}
+
+// binary(op, a, b, out): b's length must divide a's (broadcast over leading axes).
+Napi::Value Binary(const Napi::CallbackInfo& info) {
+  const char* fn = "binary";
+  int op = int(int_arg(info[0], fn, "op", 0, kMax));
+  int64_t n = length_of(info[1], fn, "a");
+  int64_t nb = length_of(info[2], fn, "b");
+  if (nb == 0 ? n != 0 : n % nb != 0)
+    throw_range(info.Env(), "binary: b has " + std::to_string(nb) + " elements, which does not divide a's " + std::to_string(n));
+  const float* a = f32_arg(info[1], fn, "a", n);
+  const float* b = f32_arg(info[2], fn, "b", nb);
+  float* out = f32_arg(info[3], fn, "out", n);
+  if (n) kernels().binary(op, a, n, b, nb, out);
+  return info.Env().Undefined();
+}
+
+// affine(x, s, t, out): out = x * s + t
+Napi::Value Affine(const Napi::CallbackInfo& info) {
+  const char* fn = "affine";
+  int64_t n = length_of(info[0], fn, "x");
+  const float* x = f32_arg(info[0], fn, "x", n);
+  float s = float(num_arg(info[1], fn, "s"));
+  float t = float(num_arg(info[2], fn, "t"));
+  float* out = f32_arg(info[3], fn, "out", n);
+  kernels().affine(x, n, s, t, out);
+  return info.Env().Undefined();
+}
+
+// rope(x, nTok, nHeads, headDim, positions, cosTab, sinTab, rotDim, interleaved) — in place on x.
+Napi::Value Rope(const Napi::CallbackInfo& info) {
+  const char* fn = "rope";
+  int64_t n_tok = int_arg(info[1], fn, "nTok", 0, int64_t(1) << 32);
+  int64_t n_heads = int_arg(info[2], fn, "nHeads", 1, 1 << 16);
+  int64_t head_dim = int_arg(info[3], fn, "headDim", 2, 1 << 16);
+  float* x = f32_arg(info[0], fn, "x", n_tok * n_heads * head_dim);
+  const int32_t* pos = i32_arg(info[4], fn, "positions", n_tok);
+  int64_t rot = int_arg(info[7], fn, "rotDim", 0, head_dim);
+  if (rot % 2) throw_range(info.Env(), "rope: rotDim must be even, got " + std::to_string(rot));
+  int64_t half = rot / 2;
+  int64_t tab_len = length_of(info[5], fn, "cosTab");
+  if (length_of(info[6], fn, "sinTab") != tab_len) throw_range(info.Env(), "rope: cosTab and sinTab differ in length");
+  if (half > 0 && tab_len % half) throw_range(info.Env(), "rope: table length is not a multiple of rotDim/2");
+  int64_t rows = half ? tab_len / half : 0;
+  for (int64_t t = 0; t < n_tok; t++)
+    if (pos[t] < 0 || pos[t] >= rows)
+      throw_range(info.Env(), "rope: positions[" + std::to_string(t) + "] = " + std::to_string(pos[t]) +
+                                  " is outside the table's " + std::to_string(rows) + " rows");
+  const float* c = f32_arg(info[5], fn, "cosTab", tab_len);
+  const float* s = f32_arg(info[6], fn, "sinTab", tab_len);
+  bool inter = bool_arg(info[8], fn, "interleaved");
+  if (half) kernels().rope(x, n_tok, n_heads, head_dim, pos, c, s, rot, inter);
+  return info.Env().Undefined();
+}
+
+}  // namespace
+
+void RegisterElementwise(Napi::Env env, Napi::Object exports) {
+  exports.Set("rmsNorm", Napi::Function::New(env, RmsNorm, "rmsNorm"));
+  exports.Set("layerNorm", Napi::Function::New(env, LayerNorm, "layerNorm"));
+  exports.Set("softmax", Napi::Function::New(env, Softmax, "softmax"));
+  exports.Set("unary", Napi::Function::New(env, Unary, "unary"));
+  exports.Set("binary", Napi::Function::New(env, Binary, "binary"));
+  exports.Set("affine", Napi::Function::New(env, Affine, "affine"));
+  exports.Set("rope", Napi::Function::New(env, Rope, "rope"));
+}
+
+}  // namespace mlx

@@ -1,0 +1,41 @@
+// matmul(x, M, weight, bias|null, out) and gather(ids, weight, out).
+#include "args.h"
+#include "bindings.h"
+
+namespace mlx {
+namespace {
+
+Napi::Value Matmul(const Napi::CallbackInfo& info) {
+  const char* fn = "matmul";
+  int64_t M = int_arg(info[1], fn, "M", 0, int64_t(1) << 32);
+  WeightRef w = weight_arg(info[2], fn, "weight");
+  const float* x = f32_arg(info[0], fn, "x", M * w.cols);
+  const float* bias = is_nullish(info[3]) ? nullptr : f32_arg(info[3], fn, "bias", w.rows);
+  float* y = f32_arg(info[4], fn, "out", M * w.rows);
+  if (M > 0 && w.rows > 0) kernels().matmul(x, M, w, bias, y);
+  return info.Env().Undefined();
+}
+
+Napi::Value Gather(const Napi::CallbackInfo& info) {
+  const char* fn = "gather";
+  WeightRef w = weight_arg(info[1], fn, "weight");
+  if (!info[0].IsTypedArray()) throw_type(info.Env(), "gather: ids must be an Int32Array");
+  int64_t n = int64_t(info[0].As<Napi::TypedArray>().ElementLength());
+  const int32_t* ids = i32_arg(info[0], fn, "ids", n);
+  for (int64_t i = 0; i < n; i++)
+    if (ids[i] < 0 || ids[i] >= w.rows)
+      throw_range(info.Env(), "gather: ids[" + std::to_string(i) + "] = " + std::to_string(ids[i]) +
+                                  " is outside the table's " + std::to_string(w.rows) + " rows");
+  float* out = f32_arg(info[2], fn, "out", n * w.cols);
+  kernels().gather_rows(ids, n, w, out);
+  return info.Env().Undefined();
+}
+
+}  // namespace
+
+void RegisterMatmul(Napi::Env env, Napi::Object exports) {
+  exports.Set("matmul", Napi::Function::New(env, Matmul, "matmul"));
+  exports.Set("gather", Napi::Function::New(env, Gather, "gather"));
+}
+
+}  // namespace mlx

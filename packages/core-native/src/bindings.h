@@ -1,0 +1,11 @@
+// Each bind_*.cc registers its group of JS functions on the exports object.
+#pragma once
+#include <napi.h>
+
+namespace mlx {
+void RegisterMemory(Napi::Env env, Napi::Object exports);
+void RegisterMatmul(Napi::Env env, Napi::Object exports);
+void RegisterElementwise(Napi::Env env, Napi::Object exports);
+void RegisterAttention(Napi::Env env, Napi::Object exports);
+void RegisterMisc(Napi::Env env, Napi::Object exports);
+}  // namespace mlx

@@ -1,0 +1,20 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include "kernels.h"
+
+namespace mlx {
+
+struct CpuFeatures {
+  bool avx2 = false, fma = false, f16c = false, avx512 = false, avx512_vnni = false, avx512_bf16 = false;
+  bool neon = false;
+};
+
+CpuFeatures detect_cpu();
+// Variants compiled into this binary that the CPU can run, worst first.
+std::vector<const KernelTable*> available_variants();
+// Throws std::runtime_error naming the available variants when `name` is not one of them.
+void select_variant(const std::string& name);
+
+}  // namespace mlx

@@ -1,0 +1,89 @@
+// The contract between the N-API bindings (one translation unit set, no ISA flags) and the kernel
+// variants (compiled once per ISA). Bindings validate every argument before a kernel sees it, so kernels
+// may assume well-formed shapes and in-bounds buffers.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace mlx {
+
+// Storage dtypes a kernel can read. The numbering is part of the JS API (see lib/index.d.ts).
+enum DType : int { kF32 = 0, kF16 = 1, kBF16 = 2, kQAffine = 3 };
+
+// A weight matrix of logical shape [rows, cols] (a Linear's [out, in], an embedding's [vocab, hidden]).
+// For MLX affine quantization, `data` is the packed U32 stream ([rows, cols*bits/32] words) and
+// scales/biases are [rows, cols/group] in `scale_dtype`; W[r,c] = scale*q + bias.
+struct WeightRef {
+  int dtype = kF32;
+  const uint8_t* data = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  const uint8_t* scales = nullptr;
+  const uint8_t* biases = nullptr;
+  int scale_dtype = kF32;
+  int bits = 0;
+  int group = 0;
+};
+
+struct AttentionArgs {
+  const float* q = nullptr;      // [n_q, n_heads, head_dim]
+  int64_t n_q = 0;
+  int n_heads = 0;
+  int head_dim = 0;              // q/k dim
+  int v_dim = 0;                 // v dim (usually == head_dim)
+  const int32_t* q_pos = nullptr;  // absolute position of each query row
+  const uint8_t* k = nullptr;    // [n_kv, n_kv_heads, head_dim] in kv_dtype
+  const uint8_t* v = nullptr;    // [n_kv, n_kv_heads, v_dim] in kv_dtype
+  int kv_dtype = kF32;           // kF32, kF16 or kBF16
+  int64_t n_kv = 0;
+  int n_kv_heads = 0;
+  const int32_t* k_pos = nullptr;  // absolute position of each key slot; < 0 marks an empty slot
+  float scale = 1.0f;
+  float softcap = 0.0f;          // 0 = off; else s = softcap * tanh(s / softcap)
+  bool causal = true;            // key visible only if k_pos <= q_pos
+  int64_t window = 0;            // 0 = unlimited; else key visible only if q_pos - k_pos < window
+  const uint8_t* mask = nullptr; // optional [mask_heads, n_q, n_kv], nonzero = visible (ANDed with the rest)
+  int mask_heads = 0;            // 1 (shared by all heads) or n_heads
+  float* out = nullptr;          // [n_q, n_heads, v_dim]
+};
+
+enum UnaryOp : int { kSilu = 0, kGeluTanh = 1, kGeluErf = 2, kRelu = 3, kTanh = 4, kExp = 5, kSigmoid = 6, kNeg = 7, kSquare = 8, kSqrt = 9 };
+enum BinaryOp : int { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3, kMax = 4 };
+
+struct KernelTable {
+  const char* name;
+  // y[M, N] = x[M, K] . W^T (+ bias[N] when bias != nullptr), K = w.cols, N = w.rows.
+  void (*matmul)(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y);
+  // out[i, :] = W[ids[i], :] dequantized to f32.
+  void (*gather_rows)(const int32_t* ids, int64_t n, const WeightRef& w, float* out);
+  // RMSNorm; w may be null (no scale); plus_one uses (1 + w) as Gemma does.
+  void (*rms_norm)(const float* x, int64_t rows, int64_t dim, const float* w, float eps, bool plus_one, float* out);
+  void (*layer_norm)(const float* x, int64_t rows, int64_t dim, const float* w, const float* b, float eps, float* out);
+  void (*softmax)(const float* x, int64_t rows, int64_t dim, float* out);
+  void (*unary)(int op, const float* x, int64_t n, float* out);
+  // out[i] = a[i] op b[i % nb]  (b broadcast along the leading axes when nb < n).
+  void (*binary)(int op, const float* a, int64_t n, const float* b, int64_t nb, float* out);
+  // out[i] = x[i] * s + t
+  void (*affine)(const float* x, int64_t n, float s, float t, float* out);
+  // In-place rotary embedding on x[n_tok, n_heads, head_dim] using cos/sin tables [tab_rows, rot_dim/2].
+  void (*rope)(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, const int32_t* pos,
+               const float* cos_tab, const float* sin_tab, int64_t rot_dim, bool interleaved);
+  void (*attention)(const AttentionArgs& a);
+  // Sum of all bytes as 32-bit words (read-bandwidth probe for the benchmarks).
+  double (*stream_sum)(const uint8_t* p, int64_t bytes);
+};
+
+// Defined by each variant's translation unit.
+extern const KernelTable kScalarKernels;
+#if defined(MLX_HAVE_X86_VARIANTS)
+extern const KernelTable kAvx2Kernels;
+extern const KernelTable kAvx512Kernels;
+#endif
+#if defined(MLX_HAVE_NEON_VARIANT)
+extern const KernelTable kNeonKernels;
+#endif
+
+// The variant chosen at load time (MLXCEL_ISA overrides; see cpu.cc).
+const KernelTable& kernels();
+
+}  // namespace mlx

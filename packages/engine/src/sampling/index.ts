@@ -1,0 +1,3 @@
+export { Sampler, type SampleResult } from './sampler.js';
+export { resolveSamplerOptions, type SamplerOptions, type ResolvedSamplerOptions } from './options.js';
+export { Xoshiro128, randomSeed } from './prng.js';

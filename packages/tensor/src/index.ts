@@ -1,0 +1,12 @@
+export { MlxcelError } from './errors.js';
+export { type DType, dtypeBytes, isDType } from './dtype.js';
+export { Tensor, numel } from './tensor.js';
+export { Weight, QuantizedWeight, type QuantParams } from './weight.js';
+export { SafetensorsFile, writeSafetensors, type TensorInfo } from './safetensors.js';
+export { Checkpoint, MemoryWeights, RenamedWeights, type WeightStore } from './checkpoint.js';
+export * as ops from './ops.js';
+export {
+  Linear, Embedding, RMSNorm, LayerNorm, loadWeight, loadVector, quantConfigOf, quantParamsFor,
+  type QuantConfig, type LoadOptions,
+} from './nn.js';
+export * as reference from './reference.js';

@@ -1,0 +1,124 @@
+/**
+ * The op API over core-native. Activations are row-major f32 `Float32Array`s with explicit sizes;
+ * every op allocates its output unless an `out` is given. Heavy work runs in the native thread pool.
+ */
+import * as native from '@mlxcel/core-native';
+import { BinaryOp, UnaryOp } from '@mlxcel/core-native';
+import { MlxcelError } from './errors.js';
+import type { Weight } from './weight.js';
+
+function check(cond: boolean, msg: string): void {
+  if (!cond) throw new MlxcelError('E_SHAPE', msg);
+}
+
+/** y[M, N] = x[M, K] . W^T (+ bias). K = w.cols, N = w.rows. */
+export function matmul(x: Float32Array, M: number, w: Weight, bias?: Float32Array | null, out?: Float32Array): Float32Array {
+  check(x.length >= M * w.cols, `matmul: x has ${x.length} values, expected ${M} x ${w.cols}`);
+  const y = out ?? new Float32Array(M * w.rows);
+  native.matmul(x, M, w.native, bias ?? null, y);
+  return y;
+}
+
+/** Rows of an embedding-like weight (any dtype, quantized included) as f32 [n, cols]. */
+export function gather(ids: Int32Array, w: Weight, out?: Float32Array): Float32Array {
+  const y = out ?? new Float32Array(ids.length * w.cols);
+  native.gather(ids, w.native, y);
+  return y;
+}
+
+export function rmsNorm(x: Float32Array, dim: number, weight: Float32Array | null, eps: number, plusOne = false, out?: Float32Array): Float32Array {
+  check(x.length % dim === 0, `rmsNorm: length ${x.length} is not a multiple of dim ${dim}`);
+  const y = out ?? new Float32Array(x.length);
+  native.rmsNorm(x, x.length / dim, dim, weight, eps, plusOne, y);
+  return y;
+}
+
+export function layerNorm(x: Float32Array, dim: number, weight: Float32Array | null, bias: Float32Array | null, eps: number, out?: Float32Array): Float32Array {
+  check(x.length % dim === 0, `layerNorm: length ${x.length} is not a multiple of dim ${dim}`);
+  const y = out ?? new Float32Array(x.length);
+  native.layerNorm(x, x.length / dim, dim, weight, bias, eps, y);
+  return y;
+}
+
+export function softmax(x: Float32Array, dim: number, out?: Float32Array): Float32Array {
+  check(x.length % dim === 0, `softmax: length ${x.length} is not a multiple of dim ${dim}`);
+  const y = out ?? new Float32Array(x.length);
+  native.softmax(x, x.length / dim, dim, y);
+  return y;
+}
+
+function un(op: number) {
+  return (x: Float32Array, out?: Float32Array): Float32Array => {
+    const y = out ?? new Float32Array(x.length);
+    native.unary(op, x, y);
+    return y;
+  };
+}
+export const silu = un(UnaryOp.SILU);
+export const geluTanh = un(UnaryOp.GELU_TANH);
+export const geluErf = un(UnaryOp.GELU_ERF);
+export const relu = un(UnaryOp.RELU);
+export const tanh = un(UnaryOp.TANH);
+export const exp = un(UnaryOp.EXP);
+export const sigmoid = un(UnaryOp.SIGMOID);
+export const square = un(UnaryOp.SQUARE);
+export const sqrt = un(UnaryOp.SQRT);
+
+function bin(op: number) {
+  /** a op b, with b broadcast over a's leading axes when b is shorter (its length must divide a's). */
+  return (a: Float32Array, b: Float32Array, out?: Float32Array): Float32Array => {
+    const y = out ?? new Float32Array(a.length);
+    native.binary(op, a, b, y);
+    return y;
+  };
+}
+export const add = bin(BinaryOp.ADD);
+export const sub = bin(BinaryOp.SUB);
+export const mul = bin(BinaryOp.MUL);
+export const div = bin(BinaryOp.DIV);
+export const maximum = bin(BinaryOp.MAX);
+
+/** x * s + t */
+export function scale(x: Float32Array, s: number, t = 0, out?: Float32Array): Float32Array {
+  const y = out ?? new Float32Array(x.length);
+  native.affine(x, s, t, y);
+  return y;
+}
+
+/** Index of the maximum of each row (first one on ties). */
+export function argmax(x: Float32Array, dim: number): Int32Array {
+  const rows = x.length / dim;
+  const out = new Int32Array(rows);
+  native.argmax(x, rows, dim, out);
+  return out;
+}
+
+/** The k largest values of one row, descending, with their indices. */
+export function topk(x: Float32Array, k: number): { indices: Int32Array; values: Float32Array } {
+  const indices = new Int32Array(k), values = new Float32Array(k);
+  native.topk(x, k, indices, values);
+  return { indices, values };
+}
+
+/** Columns [c0, c1) of a row-major [rows, cols] matrix, as a new [rows, c1 - c0] matrix. */
+export function sliceCols(x: Float32Array, cols: number, c0: number, c1: number): Float32Array {
+  const rows = x.length / cols, w = c1 - c0;
+  const out = new Float32Array(rows * w);
+  for (let r = 0; r < rows; r++) out.set(x.subarray(r * cols + c0, r * cols + c1), r * w);
+  return out;
+}
+
+/** Concatenates row-major matrices with the same row count along columns. */
+export function concatCols(parts: { data: Float32Array; cols: number }[]): Float32Array {
+  const rows = parts[0]!.data.length / parts[0]!.cols;
+  const total = parts.reduce((s, p) => s + p.cols, 0);
+  const out = new Float32Array(rows * total);
+  for (let r = 0; r < rows; r++) {
+    let c = 0;
+    for (const p of parts) {
+      out.set(p.data.subarray(r * p.cols, (r + 1) * p.cols), r * total + c);
+      c += p.cols;
+    }
+  }
+  return out;
+}
