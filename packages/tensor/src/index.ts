@@ -10,3 +10,4 @@ export {
   type QuantConfig, type LoadOptions,
 } from './nn.js';
 export * as reference from './reference.js';
+export type { SequenceState, StateOptions, ForwardInput, ForwardOptions, LanguageModel, LoadContext, ArchitectureDef } from './model.js';

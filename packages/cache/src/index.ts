@@ -1,0 +1,3 @@
+export type { AttendOptions, LayerCache } from './types.js';
+export { ContiguousCache, RotatingCache } from './contiguous.js';
+export { SharedCache } from './shared.js';
