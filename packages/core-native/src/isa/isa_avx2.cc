@@ -15,5 +15,5 @@
 
 namespace mlx {
 // extern: a namespace-scope const would otherwise have internal linkage and be dropped.
-extern const KernelTable kAvx2Kernels = MLX_KERNEL_TABLE("avx2");
+extern const KernelTable kAvx2Kernels = MLX_NS::make_table("avx2");
 }  // namespace mlx

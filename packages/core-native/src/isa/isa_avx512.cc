@@ -15,5 +15,5 @@
 
 namespace mlx {
 // extern: a namespace-scope const would otherwise have internal linkage and be dropped.
-extern const KernelTable kAvx512Kernels = MLX_KERNEL_TABLE("avx512");
+extern const KernelTable kAvx512Kernels = MLX_NS::make_table("avx512");
 }  // namespace mlx

@@ -14,5 +14,5 @@
 
 namespace mlx {
 // extern: a namespace-scope const would otherwise have internal linkage and be dropped.
-extern const KernelTable kNeonKernels = MLX_KERNEL_TABLE("neon");
+extern const KernelTable kNeonKernels = MLX_NS::make_table("neon");
 }  // namespace mlx

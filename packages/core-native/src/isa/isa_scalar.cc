@@ -14,5 +14,5 @@
 
 namespace mlx {
 // extern: a namespace-scope const would otherwise have internal linkage and be dropped.
-extern const KernelTable kScalarKernels = MLX_KERNEL_TABLE("scalar");
+extern const KernelTable kScalarKernels = MLX_NS::make_table("scalar");
 }  // namespace mlx

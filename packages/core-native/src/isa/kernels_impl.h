@@ -632,9 +632,23 @@ static double stream_sum(const uint8_t* p, int64_t bytes) {
 
 }  // namespace MLX_NS
 
-#define MLX_KERNEL_TABLE(NAME_STR)                                                              \
-  {                                                                                             \
-    NAME_STR, MLX_NS::matmul, MLX_NS::gather_rows, MLX_NS::rms_norm, MLX_NS::layer_norm,        \
-        MLX_NS::softmax, MLX_NS::unary, MLX_NS::binary, MLX_NS::affine, MLX_NS::rope,           \
-        MLX_NS::attention, MLX_NS::stream_sum                                                   \
-  }
+namespace MLX_NS {
+// Fills the dispatch table by field name, so adding a kernel is one line here (plus its field in
+// kernels.h) and the variant files never change.
+static inline mlx::KernelTable make_table(const char* name) {
+  mlx::KernelTable t{};
+  t.name = name;
+  t.matmul = matmul;
+  t.gather_rows = gather_rows;
+  t.rms_norm = rms_norm;
+  t.layer_norm = layer_norm;
+  t.softmax = softmax;
+  t.unary = unary;
+  t.binary = binary;
+  t.affine = affine;
+  t.rope = rope;
+  t.attention = attention;
+  t.stream_sum = stream_sum;
+  return t;
+}
+}  // namespace MLX_NS
