@@ -1,17 +1,28 @@
 #!/bin/sh
-# One-time set-up shared by `npm run demo` and `npm test`: pnpm, dependencies, native build, TS builds.
-# Needs only Node 20, python3 and a C++ toolchain. Safe to re-run: every step is incremental.
+# Set-up shared by `npm run demo` and `npm test`, then runs the requested job.
+# Needs only Node 20, python3 and a C++ toolchain; every step is incremental, so re-running is cheap.
+#   sh scripts/bootstrap.sh demo [generate flags...]   install, build, run the demo generation
+#   sh scripts/bootstrap.sh test                       install, build, run the whole test suite
 set -e
 cd "$(dirname "$0")/.."
-if ! command -v pnpm >/dev/null 2>&1 || ! pnpm --version 2>/dev/null | grep -q '^10\.'; then
-  echo "[mlxcel] installing pnpm 10 (npm i -g pnpm@10)" >&2
-  npm install -g pnpm@10.34.9 >/dev/null 2>&1 || {
-    # No write access to the global prefix: install into a local prefix instead.
-    npm install --prefix "$PWD/.tools" pnpm@10.34.9 >/dev/null
-    PATH="$PWD/.tools/node_modules/.bin:$PATH"; export PATH
-  }
+job="${1:-none}"
+[ $# -gt 0 ] && shift
+if ! pnpm --version 2>/dev/null | grep -q '^10\.'; then
+  echo "[mlxcel] installing pnpm 10" >&2
+  if ! npm install -g pnpm@10.34.9 >/dev/null 2>&1; then
+    # No write access to npm's global prefix: keep pnpm inside the repo instead.
+    npm install --no-save --prefix "$PWD/.tools" pnpm@10.34.9 >/dev/null
+    PATH="$PWD/.tools/node_modules/.bin:$PATH"
+    export PATH
+  fi
 fi
-echo "[mlxcel] pnpm install" >&2
-pnpm install --frozen-lockfile=false --reporter=append-only >&2
-echo "[mlxcel] building packages (native kernels + TypeScript)" >&2
+echo "[mlxcel] installing dependencies" >&2
+pnpm install --frozen-lockfile --reporter=append-only >&2
+echo "[mlxcel] building (native kernels + TypeScript)" >&2
 pnpm exec turbo run build --output-logs=errors-only >&2
+case "$job" in
+  demo) exec node packages/cli/dist/bin.js generate --demo "$@" ;;
+  test) exec pnpm exec turbo run test --concurrency=1 --output-logs=full ;;
+  none) ;;
+  *) echo "unknown job $job (demo | test)" >&2; exit 2 ;;
+esac

@@ -6,7 +6,7 @@ export interface StreamingDetokenizerOptions {
   /**
    * Safety valve for pathological output (a long run of invalid byte tokens that keeps the
    * text ending in U+FFFD): once this many tokens are held back, they are emitted as they
-   * decode. Default 32 (a real incomplete UTF-8 tail spans at most 3 tokens).
+   * decode. Default 32 (a real incomplete UTF-8 character spans at most 4 tokens).
    */
   maxHeldTokens?: number;
 }
@@ -15,7 +15,8 @@ export interface StreamingDetokenizerOptions {
  * Turns a stream of token ids into text deltas that are safe to show as they come.
  *
  * It decodes a small window of the most recent tokens, starting at an already emitted
- * token that decodes to something (usually the one just before the new ones), and emits only the part of the window's text that has not been emitted
+ * token that decodes to complete text on its own (usually the one just before the new
+ * ones), and emits only the part of the window's text that has not been emitted
  * yet and is stable:
  * - a text that ends in U+FFFD is held back: a character split over byte-fallback tokens
  *   (`<0xF0><0x9F><0xA6><0x99>`) or over byte-level BPE tokens decodes to U+FFFD until its
@@ -25,7 +26,9 @@ export interface StreamingDetokenizerOptions {
  * Decoding is prefix-stable under appends apart from that held-back tail (no
  * `clean_up_tokenization_spaces` rewriting; see HfTokenizer), so emitted text is never
  * taken back, and the concatenation of all deltas plus `flush()` equals
- * `tokenizer.decode(allTokens)`.
+ * `tokenizer.decode(allTokens)` whenever the byte tokens form valid UTF-8. (For invalid
+ * runs the Rust-style decoder turns a whole byte run into U+FFFD, including characters of
+ * it that were already shown; the stream then keeps what it showed.)
  */
 export class StreamingDetokenizer {
   private readonly tokenizer: Pick<Tokenizer, 'decode'>;
@@ -36,6 +39,8 @@ export class StreamingDetokenizer {
   private start = 0;
   /** How many UTF-16 units of the window's decoded text have been emitted already. */
   private emittedInWindow = 0;
+  /** Index of the first token whose text is not fully emitted (held-back tokens start here). */
+  private pendingFrom = 0;
   private out = '';
 
   constructor(tokenizer: Pick<Tokenizer, 'decode'>, options: StreamingDetokenizerOptions = {}) {
@@ -61,26 +66,30 @@ export class StreamingDetokenizer {
     let stableEnd = text.length;
     while (stableEnd > 0 && text.charCodeAt(stableEnd - 1) === 0xfffd) stableEnd--;
     const held = stableEnd < text.length;
-    if (held && this.ids.length - this.start <= this.maxHeld) {
+    if (held && this.ids.length - this.pendingFrom <= this.maxHeld) {
       return this.emit(text, stableEnd);
     }
     const delta = this.emit(text, text.length);
+    this.pendingFrom = this.ids.length;
     if (held) {
       // Forced out: restart with an empty window (the held tail can no longer be merged).
       this.start = this.ids.length;
       this.emittedInWindow = 0;
-    } else {
-      // Everything is emitted: keep the last token that decodes to something as context
-      // for the next one (a skipped special token gives no context: the next token's
-      // leading space would be stripped as if it started the text).
-      for (let i = this.ids.length - 1; i > this.start; i--) {
-        if (this.decode(this.ids.slice(i, i + 1)).length > 0) {
-          this.start = i;
-          break;
-        }
-      }
-      this.emittedInWindow = this.windowText().length;
+      return delta;
     }
+    // Everything is emitted: move the window start to the last token that decodes to
+    // complete text on its own. Not a skipped special token (it gives no context, so the
+    // next token's leading space would be stripped as if it started the text), and not a
+    // byte token of a multi-byte character (a window starting inside a byte run decodes
+    // that run as invalid UTF-8).
+    for (let i = this.ids.length - 1; i > this.start; i--) {
+      const alone = this.decode(this.ids.slice(i, i + 1));
+      if (alone.length > 0 && !alone.includes('\uFFFD')) {
+        this.start = i;
+        break;
+      }
+    }
+    this.emittedInWindow = this.windowText().length;
     return delta;
   }
 
@@ -96,6 +105,7 @@ export class StreamingDetokenizer {
     const text = this.windowText();
     const delta = this.emit(text, text.length);
     this.start = this.ids.length;
+    this.pendingFrom = this.ids.length;
     this.emittedInWindow = 0;
     return delta;
   }
@@ -104,6 +114,7 @@ export class StreamingDetokenizer {
   reset(): void {
     this.ids = [];
     this.start = 0;
+    this.pendingFrom = 0;
     this.emittedInWindow = 0;
     this.out = '';
   }

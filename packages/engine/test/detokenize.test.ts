@@ -37,6 +37,17 @@ describe('StreamingDetokenizer on Llama-2 (SentencePiece with byte fallback)', (
     expectClean(deltas, 'Hi 🦙 there');
   });
 
+  it('streams a long run of byte-fallback tokens (longer than maxHeldTokens) without garbage', () => {
+    const text = 'x ' + '🦙'.repeat(20) + '🏽👍🏽 done';
+    const ids = llama.encode(text, { addSpecialTokens: false });
+    expect(ids.filter((id) => id >= 3 && id < 259).length).toBeGreaterThan(80);
+    const deltas = stream(llama, ids);
+    expect(deltas.join('')).toBe(text);
+    expectClean(deltas, text);
+    // each llama appears as soon as its 4th byte arrives
+    expect(deltas.filter((d) => d === '🦙').length).toBe(20);
+  });
+
   it('keeps SentencePiece leading spaces (only the very first is dropped, as in decode)', () => {
     const ids = llama.encode('Hello world, how are you?', { addSpecialTokens: false });
     const deltas = stream(llama, ids);
@@ -71,8 +82,8 @@ describe('StreamingDetokenizer on Llama-2 (SentencePiece with byte fallback)', (
     expect(d.pushMany(llama.encode('ok', { addSpecialTokens: false }))).toBe('ok');
     expect(d.push(243)).toBe('');
     expect(d.push(162)).toBe('');
-    expect(d.flush()).toBe('\uFFFD');
-    expect(d.text).toBe('ok\uFFFD');
+    expect(d.flush()).toBe('\uFFFD\uFFFD'); // as decode([243, 162]): one U+FFFD per byte
+    expect(d.text).toBe('ok\uFFFD\uFFFD');
     expect(d.tokens).toHaveLength(3);
     d.reset();
     expect(d.text).toBe('');

@@ -197,6 +197,30 @@ describe('temperature and Gumbel-max sampling', () => {
     }
   });
 
+  it('samplers interleaved on one vocabulary do not disturb each other (shared scratch)', () => {
+    const rng = makeRng(3);
+    const za = Float32Array.from({ length: 1000 }, () => rng() * 6);
+    const zb = Float32Array.from({ length: 1000 }, () => rng() * 6);
+    const optsA = { temperature: 0.9, topP: 0.9, seed: 1 };
+    const optsB = { temperature: 1.2, topK: 50, repetitionPenalty: 1.3, seed: 2 };
+    const hist = [1, 2, 3, 500];
+    const alone = (opts: object, z: Float32Array): number[] => {
+      const s = new Sampler(opts);
+      return Array.from({ length: 50 }, () => s.sample(z, hist).token);
+    };
+    const a = new Sampler(optsA);
+    const b = new Sampler(optsB);
+    const ta: number[] = [];
+    const tb: number[] = [];
+    for (let i = 0; i < 50; i++) {
+      ta.push(a.sample(za, hist).token);
+      tb.push(b.sample(zb, hist).token);
+    }
+    expect(ta).toEqual(alone(optsA, za));
+    expect(tb).toEqual(alone(optsB, zb));
+    expect(a.logprobs).not.toBe(b.logprobs);
+  });
+
   it('same seed ⇒ same tokens; reseed restarts the stream', () => {
     const z = logits([0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7]);
     const run = (s: Sampler): number[] => Array.from({ length: 200 }, () => s.sample(z).token);

@@ -78,8 +78,15 @@ describe('tokenizer.json tokenizer on the Llama-2 vocabulary', () => {
     expect(tok.decode([1], { skipSpecialTokens: true })).toBe('');
   });
 
-  it('decodes an incomplete byte-fallback sequence to U+FFFD', () => {
-    expect(tok.decode([243, 162])).toContain('\uFFFD');
+  it('decodes invalid byte-fallback runs like the Rust ByteFallback decoder', () => {
+    // a run that is not valid UTF-8 becomes one U+FFFD per byte, even its valid part
+    expect(tok.decode([243, 162])).toBe('\uFFFD\uFFFD');
     expect(tok.decode([243, 162, 169, 156])).toBe('🦙');
+    const euro = [0xe2, 0x82, 0xac].map((b) => b + 3); // <0xE2><0x82><0xAC> = €
+    expect(tok.decode(euro)).toBe('€');
+    expect(tok.decode([...euro, 243, 162])).toBe('\uFFFD'.repeat(5));
+    expect(tok.decode([...euro, 15043])).toBe('€ Hello');
+    // a BOM spelled in bytes is kept, as Rust's String::from_utf8 does
+    expect(tok.decode([0xef + 3, 0xbb + 3, 0xbf + 3, 15043])).toBe('\uFEFF Hello');
   });
 });

@@ -1,4 +1,4 @@
-import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -72,6 +72,23 @@ describe('Phi-3 style tokenizer.json with tokenizer_config.json', () => {
     expect(tok.eosIds).toEqual([32007, 32001, 32000]);
     expect(tok.vocabSize).toBe(32011);
     expect(tok.tokenizerConfig.tokenizer_class).toBe('LlamaTokenizer');
+  });
+
+  it('adds tokens that only tokenizer_config.json added_tokens_decoder lists', () => {
+    const dir = makePhi3Dir();
+    const configPath = join(dir, 'tokenizer_config.json');
+    const config = JSON.parse(readFileSync(configPath, 'utf8')) as Record<string, unknown>;
+    config.added_tokens_decoder = {
+      '32007': { content: '<|end|>', special: true, rstrip: true },
+      '32011': { content: '<|extra|>', special: true, lstrip: false, rstrip: false, normalized: false, single_word: false },
+    };
+    writeFileSync(configPath, JSON.stringify(config));
+    const t = loadTokenizer(dir);
+    expect(t.tokenToId('<|extra|>')).toBe(32011);
+    expect(t.vocabSize).toBe(32012);
+    expect(t.specialIds.has(32011)).toBe(true);
+    expect(t.encode('a<|extra|>', { addSpecialTokens: false })).toEqual([...t.encode('a', { addSpecialTokens: false }), 32011]);
+    expect(t.decode([32011], { skipSpecialTokens: true })).toBe('');
   });
 
   it('matches added tokens and honours rstrip', () => {

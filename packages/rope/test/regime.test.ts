@@ -22,6 +22,12 @@ describe('LongRoPE regime rule (policy hf)', () => {
     expect(spec.regimeFor(1).id).toBe(spec.regimeFor(32).id);
   });
 
+  it('README worked example values', () => {
+    expect(spec.hash).toBe('78c4148d0a42d3e0');
+    expect(spec.regimeFor(32).id).toBe('longrope:short:a=1.1832159566199232:h=78c4148d0a42d3e0');
+    expect(spec.regimeFor(33).id).toBe('longrope:long:a=1.1832159566199232:h=78c4148d0a42d3e0');
+  });
+
   it('the hash changes with either factor list, θ or L₀, and not with unrelated keys', () => {
     const base = parseRope(phi()).hash;
     const s = phi();

@@ -17,6 +17,27 @@ import {
 } from './penalties.js';
 import { Xoshiro128, randomSeed } from './prng.js';
 
+/**
+ * Working buffers shared by all samplers of one vocabulary size. `sample` is synchronous,
+ * so samplers never use them at the same time; sharing keeps a batch of many sequences
+ * from holding ~5 MiB of scratch each at a 262k vocabulary.
+ */
+interface SharedScratch {
+  candidates: Candidates;
+  uniforms: Float64Array;
+  penalties: PenaltyScratch;
+}
+const sharedScratch = new Map<number, SharedScratch>();
+
+function scratchFor(vocab: number): SharedScratch {
+  let s = sharedScratch.get(vocab);
+  if (s === undefined) {
+    s = { candidates: newCandidates(vocab), uniforms: new Float64Array(vocab), penalties: new PenaltyScratch() };
+    sharedScratch.set(vocab, s);
+  }
+  return s;
+}
+
 /** The largest Gumbel value a uniform from `nextOpenUnit` can give: −ln(−ln(1 − 2^−33)), rounded up. */
 const GUMBEL_MAX = 23;
 
@@ -47,8 +68,9 @@ export interface SampleResult {
  * tempered, progressively masked distributions).
  *
  * Cost: O(V) passes over the logits; no full sort (top-p collects only the head of the
- * distribution). All vocab-sized buffers are allocated once and reused; the sampler is
- * not safe to share between concurrent sequences (make one per sequence).
+ * distribution). Vocab-sized buffers are allocated once: the log-probs per sampler, the
+ * working buffers shared by all samplers of a vocabulary size. Make one sampler per
+ * sequence (each has its own seed stream and `logprobs`).
  */
 export class Sampler {
   readonly options: Readonly<ResolvedSamplerOptions>;
@@ -58,10 +80,8 @@ export class Sampler {
   private readonly rng: Xoshiro128;
   private readonly suppressed: Int32Array;
   private readonly xtcSpecial: ReadonlySet<number>;
-  private readonly penalties = new PenaltyScratch();
+  /** Log-probabilities of the last call (per sampler, so `logprobs` stays valid). */
   private lp = new Float32Array(0);
-  private candidates: Candidates = newCandidates(0);
-  private uniforms = new Float64Array(0);
 
   constructor(options: SamplerOptions = {}) {
     this.options = resolveSamplerOptions(options);
@@ -93,11 +113,8 @@ export class Sampler {
   sample(logits: Float32Array, history: ArrayLike<number> = []): SampleResult {
     const V = logits.length;
     if (V === 0) throw new MlxcelError('SAMPLER_EMPTY_LOGITS', 'cannot sample from an empty logits row');
-    if (this.lp.length !== V) {
-      this.lp = new Float32Array(V);
-      this.candidates = newCandidates(V);
-      this.uniforms = new Float64Array(V);
-    }
+    if (this.lp.length !== V) this.lp = new Float32Array(V);
+    const scratch = scratchFor(V);
     const z = this.lp;
     z.set(logits);
     const o = this.options;
@@ -107,9 +124,10 @@ export class Sampler {
     for (let i = 0; i < sup.length; i++) if (sup[i]! < V) z[sup[i]!] = -Infinity;
     // 1. processors
     for (const [id, b] of o.logitBias) if (id < V) z[id]! += b;
-    if (o.repetitionPenalty !== 1) applyRepetitionPenalty(z, history, o.repetitionPenalty, o.repetitionContextSize, this.penalties);
-    if (o.presencePenalty !== 0) applyPresencePenalty(z, history, o.presencePenalty, o.presenceContextSize, this.penalties);
-    if (o.frequencyPenalty !== 0) applyFrequencyPenalty(z, history, o.frequencyPenalty, o.frequencyContextSize, this.penalties);
+    const pen = scratch.penalties;
+    if (o.repetitionPenalty !== 1) applyRepetitionPenalty(z, history, o.repetitionPenalty, o.repetitionContextSize, pen);
+    if (o.presencePenalty !== 0) applyPresencePenalty(z, history, o.presencePenalty, o.presenceContextSize, pen);
+    if (o.frequencyPenalty !== 0) applyFrequencyPenalty(z, history, o.frequencyPenalty, o.frequencyContextSize, pen);
 
     // 2. log-softmax (max and sum in double precision)
     let max = -Infinity;
@@ -140,7 +158,7 @@ export class Sampler {
     if (o.temperature === 0) return { token: argmax, logprob: maxLp };
 
     // 4. filters
-    const c = this.candidates;
+    const c = scratch.candidates;
     resetCandidates(c);
     if (o.topP > 0 && o.topP < 1) applyTopP(lp, c, o.topP);
     if (o.minP > 0) applyMinP(lp, c, o.minP, maxLp, o.minTokensToKeep);
@@ -152,7 +170,7 @@ export class Sampler {
     const invT = 1 / o.temperature;
     let best = -Infinity;
     let token = -1;
-    const u = this.uniforms;
+    const u = scratch.uniforms;
     if (c.all) {
       let n = 0;
       for (let i = 0; i < V; i++) if (lp[i]! > -Infinity) c.idx[n++] = i;

@@ -5,7 +5,7 @@ import type { DecodeOptions, EncodeOptions, Tokenizer } from './types.js';
 
 /** The parts of a tokenizer.json this wrapper reads itself (the rest goes to the library). */
 interface TokenizerJsonShape {
-  added_tokens?: Array<{ id: number; content: string; special?: boolean }>;
+  added_tokens?: AddedTokenJson[];
   post_processor?: unknown;
   model?: unknown;
 }
@@ -63,8 +63,8 @@ export class HfTokenizer implements Tokenizer {
       pre_tokenizer: null,
       post_processor: null,
       decoder: null,
-      added_tokens: [],
       ...json,
+      added_tokens: withConfigAddedTokens(json.added_tokens ?? [], config.added_tokens_decoder),
     };
     try {
       // The library reads clean_up_tokenization_spaces from this object (default true);
@@ -73,6 +73,7 @@ export class HfTokenizer implements Tokenizer {
     } catch (err) {
       throw new MlxcelError('TOKENIZER_FILE_INVALID', `cannot build a tokenizer from ${source}: ${(err as Error).message}`);
     }
+    useRustByteFallback(this.core.decoder);
 
     const special = new Set<number>();
     let maxId = -1;
@@ -129,6 +130,63 @@ export class HfTokenizer implements Tokenizer {
 
   tokenToId(token: string): number | undefined {
     return this.core.token_to_id(token);
+  }
+}
+
+type AddedTokenJson = { id: number; content: string; special?: boolean; [flag: string]: unknown };
+
+/**
+ * transformers also adds the tokens listed in tokenizer_config.json `added_tokens_decoder`
+ * (`{"<id>": {content, special, lstrip, rstrip, normalized, single_word}}`) that
+ * tokenizer.json lacks; do the same (ids already present in tokenizer.json win).
+ */
+function withConfigAddedTokens(tokens: AddedTokenJson[], decoder: unknown): AddedTokenJson[] {
+  if (decoder === null || typeof decoder !== 'object' || Array.isArray(decoder)) return tokens;
+  const have = new Set(tokens.map((t) => t.id));
+  const out = tokens.slice();
+  for (const [key, value] of Object.entries(decoder as Record<string, unknown>)) {
+    const id = Number(key);
+    const entry = value as { content?: unknown } | null;
+    if (!Number.isInteger(id) || id < 0 || have.has(id) || typeof entry?.content !== 'string') continue;
+    const flags = entry as Record<string, unknown>;
+    out.push({
+      id,
+      content: entry.content,
+      single_word: flags.single_word === true,
+      lstrip: flags.lstrip === true,
+      rstrip: flags.rstrip === true,
+      normalized: flags.normalized === true,
+      special: flags.special === true,
+    });
+    have.add(id);
+  }
+  return out;
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/**
+ * The Rust `ByteFallback` decoder turns a run of `<0xXX>` tokens into its UTF-8 text when
+ * the run is valid UTF-8 and into one U+FFFD *per byte* otherwise (keeping a BOM as
+ * U+FEFF); the JS library uses a lenient TextDecoder (one U+FFFD per invalid sequence,
+ * BOM stripped). Swap in the Rust rule so that decode matches the reference on incomplete
+ * or invalid byte runs too. The library keeps decoders as objects with `config.type`,
+ * `decoders` (Sequence) and `text_decoder` (ByteFallback).
+ */
+function useRustByteFallback(decoder: unknown): void {
+  if (decoder === null || (typeof decoder !== 'object' && typeof decoder !== 'function')) return;
+  const d = decoder as { config?: { type?: unknown }; decoders?: unknown; text_decoder?: unknown };
+  if (Array.isArray(d.decoders)) for (const child of d.decoders) useRustByteFallback(child);
+  if (d.config?.type === 'ByteFallback' && d.text_decoder !== undefined) {
+    d.text_decoder = {
+      decode(bytes: Uint8Array): string {
+        try {
+          return strictUtf8.decode(bytes);
+        } catch {
+          return '\uFFFD'.repeat(bytes.length);
+        }
+      },
+    };
   }
 }
 
