@@ -34,7 +34,9 @@
         "src/bind_matmul.cc",
         "src/bind_elementwise.cc",
         "src/bind_attention.cc",
-        "src/bind_misc.cc"
+        "src/bind_misc.cc",
+        "src/bind_audio.cc",
+        "src/bind_moe.cc"
       ],
       "dependencies": ["kernels_scalar"],
       "conditions": [

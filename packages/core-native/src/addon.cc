@@ -71,6 +71,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   RegisterElementwise(env, exports);
   RegisterAttention(env, exports);
   RegisterMisc(env, exports);
+  RegisterAudio(env, exports);
+  RegisterMoe(env, exports);
   return exports;
 }
 

@@ -47,6 +47,62 @@ struct AttentionArgs {
   float* out = nullptr;          // [n_q, n_heads, v_dim]
 };
 
+// Mixture-of-experts SwiGLU block over stacked experts (isa/moe_impl.h). Expert weights are flattened
+// along the expert axis: gate and up [E*I, H], or one fused gate_up [E*2I, H] whose block for expert e
+// holds its I gate rows then its I up rows; down [E*H, I].
+enum MoePath : int { kMoeAuto = 0, kMoeGather = 1, kMoeGrouped = 2 };
+struct MoeArgs {
+  const float* x = nullptr;        // [T, H]
+  int64_t T = 0, H = 0, I = 0, E = 0;
+  int k = 0;                       // experts per token
+  const int32_t* ids = nullptr;    // [T, k], each in [0, E)
+  const float* weights = nullptr;  // [T, k], used as given (no renormalisation here)
+  WeightRef gate, up, down;        // up unused when fused
+  bool fused = false;              // gate holds the fused gate_up weight
+  int act = 0;                     // UnaryOp: kSilu or kGeluTanh
+  int path = kMoeGather;           // kMoeGather (per-token GEMV) or kMoeGrouped (sort by expert, GEMM)
+  float* out = nullptr;            // [T, H], overwritten; may be x
+};
+
+// Audio kernels (isa/audio_impl.h, bind_audio.cc): log-mel front end, channels-last conv2d, banded local
+// attention with relative positions.
+struct LogMelArgs {
+  const float* signal = nullptr;       // padded mono signal; frame t reads samples [t*hop, t*hop + frame_len]
+  int64_t n_frames = 0;
+  int frame_len = 0;                   // samples windowed per frame
+  int hop = 0;
+  int fft_size = 0;                    // power of two >= frame_len
+  double preemphasis = 0.0;            // 0 = off
+  bool preemphasis_htk = true;
+  const float* window = nullptr;       // [frame_len]
+  const double* mel_filters = nullptr; // [fft_size/2 + 1, n_mel]
+  int n_mel = 0;
+  int floor_mode = 0;                  // 0: log(mel + floor), 1: log(max(mel, floor))
+  double mel_floor = 0.0;
+  float* out = nullptr;                // [n_frames, n_mel]
+};
+struct Conv2dArgs {
+  const float* x = nullptr;            // [h, w, cin]
+  int64_t h = 0, w = 0;
+  int cin = 0, cout = 0, kh = 0, kw = 0, sh = 1, sw = 1, pad_top = 0, pad_left = 0;
+  const float* weight = nullptr;       // [cout, kh*kw*cin], (kh, kw, cin) order
+  int64_t out_h = 0, out_w = 0;        // zero padding below/right is implied by these
+  float* out = nullptr;                // [out_h, out_w, cout]
+};
+struct LocalAttentionArgs {
+  const float* q = nullptr;            // [n, heads, head_dim], already scaled
+  const float* k = nullptr;            // [n, heads, head_dim]
+  const float* v = nullptr;            // [n, heads, head_dim]
+  int64_t n = 0;
+  int n_heads = 0, head_dim = 0;
+  const float* rel = nullptr;          // [n_rel, heads, head_dim]; row r is distance rel_dist0 - r
+  int n_rel = 0, rel_dist0 = 0;
+  const uint8_t* valid = nullptr;      // [n] or null (all valid)
+  int max_past = 0, max_future = 0;    // admitted: -max_future <= t - s <= max_past
+  float softcap = 0.f;                 // 0 = off
+  float* out = nullptr;                // [n, heads, head_dim]
+};
+
 enum UnaryOp : int { kSilu = 0, kGeluTanh = 1, kGeluErf = 2, kRelu = 3, kTanh = 4, kExp = 5, kSigmoid = 6, kNeg = 7, kSquare = 8, kSqrt = 9 };
 enum BinaryOp : int { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3, kMax = 4 };
 
@@ -71,6 +127,17 @@ struct KernelTable {
   void (*attention)(const AttentionArgs& a);
   // Sum of all bytes as 32-bit words (read-bandwidth probe for the benchmarks).
   double (*stream_sum)(const uint8_t* p, int64_t bytes);
+  // Audio (isa/audio_impl.h).
+  void (*log_mel)(const LogMelArgs& a);
+  void (*conv2d)(const Conv2dArgs& a);
+  // out[t, c] = sum_k w[c, k] * x[t - (kk - 1) + k, c] (causal, zero before t = 0); x, out [T, C], w [C, kk].
+  void (*dwconv1d_causal)(const float* x, int64_t T, int64_t C, const float* w, int kk, float* out);
+  void (*local_attention)(const LocalAttentionArgs& a);
+  void (*clamp)(const float* x, int64_t n, float lo, float hi, float* out);
+  // x [rows, 2*half] = [a | b] -> out [rows, half] = a * sigmoid(b).
+  void (*glu)(const float* x, int64_t rows, int64_t half, float* out);
+  // out[t] = sum_j weights[t,j] * down_e(act(gate_e(x_t)) * up_e(x_t)), e = ids[t,j].
+  void (*moe_switch_glu)(const MoeArgs& a);
 };
 
 // Defined by each variant's translation unit.

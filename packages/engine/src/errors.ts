@@ -1,14 +1,6 @@
 /**
- * The one error class of the engine package family. `code` is a stable,
- * machine-readable identifier (e.g. `TOKENIZER_FILES_MISSING`); `message`
- * names the file, key or request field at fault.
+ * The engine uses mlxcel's one error class (defined in @mlxcel/tensor so every package throws the
+ * same type): `code` is a stable identifier such as `TOKENIZER_FILES_MISSING`, and the message names
+ * the file, key or request field at fault.
  */
-export class MlxcelError extends Error {
-  readonly code: string;
-
-  constructor(code: string, message: string) {
-    super(message);
-    this.name = 'MlxcelError';
-    this.code = code;
-  }
-}
+export { MlxcelError } from '@mlxcel/tensor';

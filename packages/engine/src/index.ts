@@ -1,1 +1,10 @@
 export * from './text.js';
+export { registerArchitecture, supportedModelTypes, architectureFor } from './registry.js';
+export { loadModel, loadModelFromDir, readJson, type LoadModelOptions, type LoadedModel } from './load.js';
+export {
+  generate, Generation, prefill, promptIds, DEFAULT_PREFILL_CHUNK,
+  type GenerateOptions, type GeneratedToken, type GenerationStats, type PromptInput,
+} from './generate.js';
+export { StopMatcher } from './stop.js';
+export { traceModel, writeTrace, compareTraces, perplexity, type TraceOptions, type TraceResult, type TraceComparison, type TensorComparison } from './trace.js';
+export { randomModel, shrinkLayers, ensureDemoModel, defaultCacheDir, type RandomModelOptions } from './random.js';

@@ -48,7 +48,7 @@ export interface LanguageModel {
   forward(batch: ForwardInput[], opts?: ForwardOptions): Float32Array[];
   /** Ids the sampler must never pick (Phi-3-small's dummy ids); forward logits stay raw. */
   suppressedTokenIds(): Int32Array;
-  /** Preferred prefill chunk (tokens); null = the model opts out of chunked prefill. */
+  /** Preferred prefill chunk in tokens (the engine default is 2048); null = the model opts out of chunked prefill. */
   readonly prefillChunk: number | null;
   /** Total parameter count and bytes of weights read per token (for inspect/bench). */
   readonly stats: { parameters: number; weightBytes: number };

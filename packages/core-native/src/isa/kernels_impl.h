@@ -606,6 +606,8 @@ static void rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, con
 }
 
 #include "attention_impl.h"
+#include "audio_impl.h"
+#include "moe_impl.h"
 
 static double stream_sum(const uint8_t* p, int64_t bytes) {
   const int64_t n = bytes / int64_t(sizeof(vu));
@@ -649,6 +651,13 @@ static inline mlx::KernelTable make_table(const char* name) {
   t.rope = rope;
   t.attention = attention;
   t.stream_sum = stream_sum;
+  t.log_mel = log_mel;
+  t.conv2d = conv2d;
+  t.dwconv1d_causal = dwconv1d_causal;
+  t.local_attention = local_attention;
+  t.clamp = clamp;
+  t.glu = glu;
+  t.moe_switch_glu = moe_switch_glu;
   return t;
 }
 }  // namespace MLX_NS

@@ -14,18 +14,15 @@ export interface Candidates {
   n: number;
   /** true: every id with a finite ℓ survives (`idx`/`n` unused). */
   all: boolean;
-  /** `idx[0..n)` is sorted by ℓ descending (ties: lower id first). */
-  sorted: boolean;
 }
 
 export function newCandidates(capacity: number): Candidates {
-  return { idx: new Int32Array(capacity), p: new Float64Array(capacity), n: 0, all: true, sorted: false };
+  return { idx: new Int32Array(capacity), p: new Float64Array(capacity), n: 0, all: true };
 }
 
 export function resetCandidates(c: Candidates): void {
   c.all = true;
   c.n = 0;
-  c.sorted = false;
 }
 
 /** Turn `all` into an explicit list of the finite entries (in id order). */
@@ -36,7 +33,6 @@ export function materialize(lp: Float32Array, c: Candidates): void {
   for (let i = 0; i < lp.length; i++) if (lp[i]! > -Infinity) idx[n++] = i;
   c.n = n;
   c.all = false;
-  c.sorted = false;
 }
 
 /**
@@ -76,7 +72,6 @@ export function applyTopP(lp: Float32Array, c: Candidates, topP: number): void {
     for (let j = 0; j < c.n; j++) p[j] = Math.exp(lp[idx[j]!]!);
   }
   c.n = topPCut(lp, idx, p, c.n, topP);
-  c.sorted = false;
 }
 
 /**
@@ -129,12 +124,6 @@ function topPCut(lp: Float32Array, idx: Int32Array, p: Float64Array, n: number, 
   return lo;
 }
 
-function sortDescending(lp: Float32Array, c: Candidates): void {
-  if (c.sorted) return;
-  c.idx.subarray(0, c.n).sort((a, b) => lp[b]! - lp[a]! || a - b);
-  c.sorted = true;
-}
-
 /**
  * 4b. min-p: remove t if ℓ_t < max ℓ + ln(minP) (p_t < minP·p_max), except the
  * `minTokensToKeep` most probable tokens.
@@ -152,7 +141,6 @@ export function applyMinP(lp: Float32Array, c: Candidates, minP: number, maxLp: 
     }
     c.n = n;
     c.all = false;
-    c.sorted = false;
     return;
   }
   // After top-p the list is a prefix of the global ranking, so the protected tokens are the
@@ -195,17 +183,11 @@ export function applyXtc(lp: Float32Array, c: Candidates, threshold: number, spe
 export function applyTopK(lp: Float32Array, c: Candidates, k: number): void {
   const count = c.all ? lp.length : c.n;
   if (k <= 0 || k >= count) return;
-  if (!c.all && c.sorted) {
-    c.n = k;
-    return;
-  }
   const chosen = topKIds(lp, c.all ? null : c.idx, count, k);
   let n = 0;
   for (const t of chosen) if (lp[t]! > -Infinity) c.idx[n++] = t;
   c.n = n;
-  c.all = false;
-  c.sorted = false;
-  sortDescending(lp, c);
+  c.all = false; // the list is in heap order: deterministic, which is all the sampler needs
 }
 
 /**

@@ -1,0 +1,165 @@
+#!/usr/bin/env node
+// `pnpm bench kernels`: memory read bandwidth, GEMV (decode) throughput as a fraction of it, and GEMM
+// (prefill) GFLOP/s, all measured in the same run on this machine.
+//
+//   node bench/kernels.mjs [--threads N] [--isa scalar|avx2|avx512|neon] [--runs R] [--json]
+//
+// Read bandwidth: a streaming sum (kernels' streamSum) over a 1 GiB buffer on all pool threads.
+// GEMV: y[1, rows] = x[1, cols] . W^T for W = 4096x4096 and 4096x14336 ([rows, cols]) in MLX affine q4
+// (group 64, bf16 scales/biases, as mlx-community ships), q8 (group 64, bf16) and bf16. Each weight is
+// replicated into enough copies that one pass touches >= 512 MiB (far beyond the L3), and the copies are
+// used round-robin, so every call streams its weight from DRAM. GB/s counts every byte the kernel must
+// read (packed codes + scales + biases, or the bf16 elements).
+// GEMM: M = 512 rows against a 4096x4096 weight, f32 and q4 (group 64, bf16), as GFLOP/s = 2*M*N*K / t.
+// Every figure is the median of several timed passes after a warm-up pass; the 1-min load average is
+// printed because other processes on the machine skew the figures.
+import { cpus, loadavg, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { randomFillSync } from 'node:crypto';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const native = await import(pathToFileURL(join(root, 'packages/core-native/lib/index.js')).href);
+
+const args = process.argv.slice(2);
+const opt = (name, dflt) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 && i + 1 < args.length ? args[i + 1] : dflt;
+};
+const GiB = 1024 ** 3, MiB = 1024 ** 2;
+const runs = Math.max(3, Number(opt('runs', 7)));
+const gemvThreads = Number(opt('threads', 2));
+const asJson = args.includes('--json');
+if (opt('isa')) native.setIsa(opt('isa'));
+
+const info = native.cpuInfo();
+const allThreads = info.physicalCores;
+const log = asJson ? () => {} : (s = '') => console.log(s);
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const now = () => Number(process.hrtime.bigint()) / 1e9;
+/** Median seconds per call of fn(i) over `reps` consecutive calls, `runs` timed passes after one warm-up. */
+function timeIt(fn, reps) {
+  for (let i = 0; i < reps; i++) fn(i);
+  const t = [];
+  for (let r = 0; r < runs; r++) {
+    const t0 = now();
+    for (let i = 0; i < reps; i++) fn(i);
+    t.push((now() - t0) / reps);
+  }
+  return median(t);
+}
+
+// One arena for everything: it is the bandwidth probe's buffer and then holds the weight copies.
+const ARENA = GiB;
+const arena = new Uint8Array(native.alloc(ARENA));
+
+// --- read bandwidth ---------------------------------------------------------------------------
+native.setThreads(allThreads);
+randomFillSync(arena.subarray(0, 64 * MiB));
+for (let off = 64 * MiB; off < ARENA; off += 64 * MiB) arena.copyWithin(off, 0, 64 * MiB);
+const tBw = timeIt(() => native.streamSum(arena), 1);
+const bandwidth = ARENA / tBw / 1e9;
+
+// --- GEMV -------------------------------------------------------------------------------------
+native.setThreads(gemvThreads);
+const BF16_SCALE = 0x3c23; // ~0.00995 as bf16
+/** Fills a bf16 region with finite values of magnitude ~2^-7..2^-6, random signs. */
+function fillBf16(u8, seedOff) {
+  const u16 = new Uint16Array(u8.buffer, u8.byteOffset, u8.byteLength / 2);
+  const tile = new Uint16Array(1 << 16);
+  for (let i = 0; i < tile.length; i++) tile[i] = 0x3c00 | ((i * 2654435761 + seedOff) >>> 20 & 0x7f) | (i & 1 ? 0x8000 : 0);
+  for (let i = 0; i < u16.length; i += tile.length) u16.set(tile.subarray(0, Math.min(tile.length, u16.length - i)), i);
+}
+
+/** Lays out `copies` weights of one kind in the arena; returns their native descriptors and bytes each. */
+function makeWeights(kind, rows, cols) {
+  const align = (n) => Math.ceil(n / 64) * 64;
+  let dataBytes, scaleBytes = 0;
+  if (kind === 'bf16') dataBytes = rows * cols * 2;
+  else {
+    const bits = kind === 'q4' ? 4 : 8;
+    dataBytes = (rows * cols * bits) / 8;
+    scaleBytes = rows * (cols / 64) * 2;
+  }
+  const each = dataBytes + 2 * scaleBytes;
+  const stride = align(dataBytes) + 2 * align(scaleBytes);
+  const copies = Math.max(2, Math.min(Math.floor(ARENA / stride), Math.ceil((512 * MiB) / each)));
+  const first = arena.subarray(0, stride);
+  if (kind === 'bf16') fillBf16(first.subarray(0, dataBytes), 7);
+  else {
+    randomFillSync(first.subarray(0, dataBytes));
+    const s = first.subarray(align(dataBytes), align(dataBytes) + scaleBytes);
+    new Uint16Array(s.buffer, s.byteOffset, s.byteLength / 2).fill(BF16_SCALE);
+    fillBf16(first.subarray(align(dataBytes) + align(scaleBytes), align(dataBytes) + align(scaleBytes) + scaleBytes), 3);
+  }
+  for (let c = 1; c < copies; c++) arena.copyWithin(c * stride, 0, stride);
+  const ws = [];
+  for (let c = 0; c < copies; c++) {
+    const base = c * stride;
+    const data = arena.subarray(base, base + dataBytes);
+    if (kind === 'bf16') ws.push({ dtype: native.DType.BF16, data, rows, cols });
+    else {
+      const s0 = base + align(dataBytes), b0 = s0 + align(scaleBytes);
+      ws.push({
+        dtype: native.DType.QAFFINE, data, rows, cols, bits: kind === 'q4' ? 4 : 8, groupSize: 64, scaleDtype: native.DType.BF16,
+        scales: arena.subarray(s0, s0 + scaleBytes), biases: arena.subarray(b0, b0 + scaleBytes),
+      });
+    }
+  }
+  return { ws, each };
+}
+
+const gemv = [];
+for (const [rows, cols] of [[4096, 4096], [4096, 14336]]) {
+  const x = new Float32Array(cols);
+  for (let i = 0; i < cols; i++) x[i] = Math.sin(i * 0.37) * 0.5;
+  const y = new Float32Array(rows);
+  for (const kind of ['q4', 'q8', 'bf16']) {
+    const { ws, each } = makeWeights(kind, rows, cols);
+    const t = timeIt((i) => native.matmul(x, 1, ws[i % ws.length], null, y), ws.length);
+    const gbs = each / t / 1e9;
+    gemv.push({ shape: `${rows}x${cols}`, kind, us: t * 1e6, gbs, fraction: gbs / bandwidth, copies: ws.length, mib: each / MiB });
+  }
+}
+
+// --- GEMM -------------------------------------------------------------------------------------
+const M = 512, N = 4096, K = 4096;
+const gx = new Float32Array(M * K);
+for (let i = 0; i < gx.length; i++) gx[i] = Math.cos(i * 0.011) * 0.5;
+const gy = new Float32Array(M * N);
+const wf32 = new Float32Array(arena.buffer, 0, N * K);
+for (let i = 0; i < wf32.length; i++) wf32[i] = ((i * 2654435761) >>> 0) / 2 ** 32 - 0.5;
+const gemmRuns = (w) => timeIt(() => native.matmul(gx, M, w, null, gy), 1);
+const tF32 = gemmRuns({ dtype: native.DType.F32, data: wf32, rows: N, cols: K });
+const { ws: q4w } = makeWeights('q4', N, K);
+const tQ4 = gemmRuns(q4w[0]);
+const flop = 2 * M * N * K;
+const gemm = { M, N, K, f32: flop / tF32 / 1e9, q4: flop / tQ4 / 1e9 };
+
+const result = {
+  machine: { cpu: cpus()[0]?.model ?? 'unknown', logicalCpus: cpus().length, physicalCores: info.physicalCores, memGiB: totalmem() / GiB, isa: native.cpuInfo().isa, loadavg1: loadavg()[0] },
+  bandwidth: { gbs: bandwidth, threads: allThreads, bytes: ARENA },
+  gemvThreads,
+  gemv,
+  gemm: { ...gemm, ratio: gemm.q4 / gemm.f32, threads: gemvThreads },
+  runs,
+};
+
+if (asJson) console.log(JSON.stringify(result, null, 2));
+else {
+  const m = result.machine;
+  log(`mlxcel kernels bench — ${m.cpu}, ${m.physicalCores} cores, ISA ${m.isa}, load avg ${m.loadavg1.toFixed(2)}, median of ${runs}`);
+  log(`read bandwidth (streaming sum, 1 GiB, ${allThreads} threads): ${bandwidth.toFixed(1)} GB/s`);
+  log('');
+  log(`GEMV (M = 1, ${gemvThreads} threads; weights cycled over copies totalling >= 512 MiB)`);
+  log('  weight        kind   MiB/weight   us/call     GB/s   of bandwidth');
+  for (const g of gemv)
+    log(`  ${g.shape.padEnd(12)}  ${g.kind.padEnd(5)} ${g.mib.toFixed(1).padStart(10)} ${g.us.toFixed(0).padStart(9)} ${g.gbs.toFixed(1).padStart(8)}   ${(100 * g.fraction).toFixed(0).padStart(5)}%`);
+  log('');
+  log(`GEMM (M = ${M}, ${N}x${K} weight, ${gemvThreads} threads): f32 ${gemm.f32.toFixed(1)} GFLOP/s, q4 ${gemm.q4.toFixed(1)} GFLOP/s, q4/f32 = ${(100 * result.gemm.ratio).toFixed(0)}%`);
+  log(`targets: GEMV >= 80% of bandwidth; q4 GEMM >= 60% of f32 GEMM`);
+}

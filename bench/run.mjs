@@ -1,0 +1,44 @@
+#!/usr/bin/env node
+// `pnpm bench <name> [args...]`: runs one benchmark script of the monorepo in a child node process.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Benchmark name -> script (relative to the repository root) and what it measures. */
+export const BENCHES = {
+  kernels: { script: 'bench/kernels.mjs', about: 'read bandwidth, GEMV (q4/q8/bf16) vs bandwidth, GEMM f32 vs q4 (@mlxcel/core-native)' },
+  attention: { script: 'packages/cache/bench/attention.mjs', about: 'attention kernels and KV caches (@mlxcel/cache)' },
+  moe: { script: 'packages/moe/bench/moe.mjs', about: 'MoE routing and expert matmuls (@mlxcel/moe)' },
+  audio: { script: 'packages/audio/bench/audio.mjs', about: 'log-mel features and audio encoders (@mlxcel/audio)' },
+};
+
+function usage(out) {
+  out('usage: pnpm bench <name> [args...]\n\nbenchmarks:');
+  for (const [name, b] of Object.entries(BENCHES)) out(`  ${name.padEnd(10)} ${b.about}  (${b.script})`);
+}
+
+const [name, ...args] = process.argv.slice(2);
+if (!name || name === '--help' || name === '-h' || name === 'list') {
+  usage(console.log);
+  process.exit(name ? 0 : 2);
+}
+const bench = Object.prototype.hasOwnProperty.call(BENCHES, name) ? BENCHES[name] : undefined;
+if (!bench) {
+  console.error(`unknown benchmark '${name}'\n`);
+  usage(console.error);
+  process.exit(2);
+}
+const script = join(root, bench.script);
+if (!existsSync(script)) {
+  console.error(`benchmark '${name}': ${bench.script} does not exist yet (its package has not added it)`);
+  process.exit(1);
+}
+const r = spawnSync(process.execPath, [script, ...args], { stdio: 'inherit', cwd: root });
+if (r.error) {
+  console.error(`benchmark '${name}': ${r.error.message}`);
+  process.exit(1);
+}
+process.exit(r.status ?? (r.signal ? 1 : 0));

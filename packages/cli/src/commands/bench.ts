@@ -1,0 +1,113 @@
+/**
+ * mlxcel bench: same-process throughput harness. Load once, warm up, then a measured run on a fresh
+ * state: prefill `--prompt-tokens` random ids (chunked as generate does), then greedy decode of
+ * `--gen-tokens` tokens (EOS ignored so every run decodes the same count).
+ */
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { DEFAULT_PREFILL_CHUNK, prefill, randomModel, readJson } from '@mlxcel/engine';
+import { ops, type LanguageModel } from '@mlxcel/tensor';
+import { cpuInfo } from '@mlxcel/core-native';
+import { UsageError } from '../errors.js';
+import { int, quantFlag } from '../parse.js';
+import { formatBytes, info } from '../ui/output.js';
+import { openModel } from './model-arg.js';
+
+export interface BenchResult {
+  model: string;
+  prompt_tokens: number;
+  gen_tokens: number;
+  prefill_tok_s: number;
+  decode_tok_s: number;
+  ttft_ms: number;
+  peak_rss_bytes: number;
+  weight_bytes: number;
+  threads: number;
+  isa: string;
+}
+
+function randomIds(n: number, vocab: number, seed: number): Int32Array {
+  let s = seed >>> 0 || 1;
+  const out = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
+    out[i] = s % vocab;
+  }
+  return out;
+}
+
+export function runBench(model: LanguageModel, name: string, promptTokens: number, genTokens: number, kvCache?: string): BenchResult {
+  const chunk = model.prefillChunk === null ? 0 : model.prefillChunk || DEFAULT_PREFILL_CHUNK;
+  const V = model.vocabSize;
+  // Warm-up: touches every weight page and JIT-compiles the JS paths.
+  {
+    const st = model.newState({ kvCache });
+    let last = prefill(model, st, randomIds(Math.min(16, promptTokens), V, 7), chunk);
+    for (let i = 0; i < 3; i++) last = model.forward([{ ids: Int32Array.of(ops.argmax(last, V)[0]!), state: st }], { logits: 'last' })[0]!;
+  }
+  const ids = randomIds(promptTokens, V, 1234);
+  const state = model.newState({ kvCache });
+  const t0 = performance.now();
+  let logits = prefill(model, state, ids, chunk);
+  const t1 = performance.now();
+  let tok = ops.argmax(logits, V)[0]!;
+  const tFirst = performance.now();
+  for (let i = 1; i < genTokens; i++) {
+    logits = model.forward([{ ids: Int32Array.of(tok), state }], { logits: 'last' })[0]!;
+    tok = ops.argmax(logits, V)[0]!;
+  }
+  const t2 = performance.now();
+  const info0 = cpuInfo();
+  return {
+    model: name,
+    prompt_tokens: promptTokens,
+    gen_tokens: genTokens,
+    prefill_tok_s: promptTokens / ((t1 - t0) / 1000),
+    decode_tok_s: genTokens > 1 ? (genTokens - 1) / ((t2 - tFirst) / 1000) : 0,
+    ttft_ms: tFirst - t0,
+    peak_rss_bytes: process.resourceUsage().maxRSS * 1024,
+    weight_bytes: model.stats.weightBytes,
+    threads: info0.threads,
+    isa: info0.isa,
+  };
+}
+
+export function registerBench(program: Command): void {
+  program
+    .command('bench')
+    .description('measure prefill and decode throughput (load once, warm up, measured run)')
+    .option('-m, --model <dir|repo>', 'model folder or Hugging Face repo id')
+    .option('--random <config.json>', 'build a random-weight model from this config.json (no weights needed)')
+    .option('--quantize <q>', 'with --random: q4 | q8 (MLX affine, group 64; q4:32 for group 32)', quantFlag)
+    .option('--layers <n>', 'with --random: keep only the first n layers', int('--layers', 1))
+    .option('--prompt-tokens <n>', 'prompt length', int('--prompt-tokens', 1), 128)
+    .option('--gen-tokens <n>', 'tokens to generate', int('--gen-tokens', 1), 32)
+    .option('--kv-cache <kind>', 'KV cache storage kind')
+    .option('--json', 'print the result as JSON')
+    .action(async (o: Record<string, unknown>) => {
+      let model: LanguageModel;
+      let name: string;
+      if (o.random) {
+        if (o.model) throw new UsageError('pass either --model or --random, not both');
+        const path = resolve(o.random as string);
+        const config = readJson(path, '--random config');
+        model = randomModel(config, { layers: o.layers as number | undefined, quantize: o.quantize as never, seed: 0 });
+        name = `random:${path}${o.quantize ? `:q${(o.quantize as { bits: number }).bits}` : ''}${o.layers ? `:${o.layers}L` : ''}`;
+      } else {
+        if (o.quantize || o.layers) throw new UsageError('--quantize and --layers only apply with --random');
+        const loaded = await openModel(o as never);
+        model = loaded.model;
+        name = loaded.dir;
+      }
+      if ((o.promptTokens as number) + (o.genTokens as number) > model.maxContext)
+        throw new UsageError(`--prompt-tokens + --gen-tokens exceed the model's ${model.maxContext}-token context`);
+      const r = runBench(model, name, o.promptTokens as number, o.genTokens as number, o.kvCache as string | undefined);
+      if (o.json) process.stdout.write(`${JSON.stringify(r)}\n`);
+      else
+        info(
+          `${r.model}\nprefill ${r.prefill_tok_s.toFixed(1)} tok/s (${r.prompt_tokens} tokens) | decode ${r.decode_tok_s.toFixed(2)} tok/s ` +
+            `(${r.gen_tokens} tokens) | TTFT ${r.ttft_ms.toFixed(0)} ms | peak RSS ${formatBytes(r.peak_rss_bytes)} | ` +
+            `weights ${formatBytes(r.weight_bytes)} | ${r.threads} threads, ${r.isa}`,
+        );
+    });
+}

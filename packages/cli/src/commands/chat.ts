@@ -1,0 +1,72 @@
+/**
+ * mlxcel chat: an interactive conversation that keeps the model's cache between turns. Each turn
+ * renders the whole conversation, keeps the cached prefix that still matches and feeds only the
+ * new tokens (so earlier turns are never recomputed).
+ */
+import { createInterface } from 'node:readline';
+import type { Command } from 'commander';
+import { generate, promptIds } from '@mlxcel/engine';
+import type { SequenceState } from '@mlxcel/tensor';
+import { addSamplingFlags, samplingOptions } from '../sampling.js';
+import { dim, info } from '../ui/output.js';
+import { statsLine } from './generate.js';
+import { openModel } from './model-arg.js';
+
+type Msg = { role: 'system' | 'user' | 'assistant'; content: string };
+
+export function registerChat(program: Command): void {
+  const cmd = program
+    .command('chat')
+    .description('interactive chat (type /exit or Ctrl-D to quit, /reset to start over)')
+    .option('-m, --model <dir|repo>', 'model folder or Hugging Face repo id')
+    .option('--demo', 'use the built-in random-weight demo model')
+    .option('--system <text>', 'system message')
+    .option('--chat-template <file>', 'use this Jinja chat template');
+  addSamplingFlags(cmd).action(async (o: Record<string, unknown>) => {
+    const loaded = await openModel(o as never);
+    const base = samplingOptions(o);
+    const history: Msg[] = o.system ? [{ role: 'system', content: o.system as string }] : [];
+    let state: SequenceState | undefined;
+    let fed: number[] = []; // token ids whose KV is in `state`
+    const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: Boolean(process.stdin.isTTY) });
+    const prompt = () => process.stderr.write(process.stdin.isTTY ? '> ' : '');
+    prompt();
+    for await (const line of rl) {
+      const text = line.trim();
+      if (!text) { prompt(); continue; }
+      if (text === '/exit' || text === '/quit') break;
+      if (text === '/reset') {
+        history.splice(o.system ? 1 : 0);
+        state = undefined;
+        fed = [];
+        info(dim('(conversation reset)'));
+        prompt();
+        continue;
+      }
+      history.push({ role: 'user', content: text });
+      const all = Array.from(promptIds(loaded, history));
+      let common = 0;
+      while (common < fed.length && common < all.length && fed[common] === all[common]) common++;
+      if (state && common < fed.length) state.trim(fed.length - common);
+      if (common === all.length) common--; // always feed at least one token
+      if (state && common < state.offset) state.trim(state.offset - common);
+      const gen = generate(loaded, all.slice(common), { ...base, state });
+      let reply = '';
+      const out: number[] = [];
+      for await (const t of gen) {
+        if (t.token >= 0) out.push(t.token);
+        reply += t.text;
+        process.stdout.write(t.text);
+      }
+      process.stdout.write('\n');
+      const stats = await gen.stats;
+      state = gen.state;
+      // The last sampled token was never fed back, so the cache holds prompt + all but the last token.
+      fed = [...all, ...out.slice(0, -1)];
+      history.push({ role: 'assistant', content: reply });
+      info(dim(statsLine(stats)));
+      prompt();
+    }
+    rl.close();
+  });
+}

@@ -1,0 +1,30 @@
+/** Resolves --model / --demo into a loaded model, with download progress on the way. */
+import { ensureDemoModel, loadModel, type DownloadProgress, type LoadedModel } from '@mlxcel/engine';
+import { UsageError } from '../errors.js';
+import { info, Progress, yellow } from '../ui/output.js';
+
+export interface ModelFlags {
+  model?: string;
+  demo?: boolean;
+  chatTemplate?: string;
+}
+
+export async function openModel(o: ModelFlags): Promise<LoadedModel> {
+  let spec = o.model;
+  if (!spec) {
+    if (!o.demo) throw new UsageError('--model is required (a model folder or a Hugging Face repo id such as mlx-community/gemma-3n-E2B-it-4bit), or pass --demo');
+    spec = ensureDemoModel();
+    info(yellow('mlxcel demo: a tiny Phi-3-architecture model with RANDOM weights — the text below is meaningless by design.'));
+    info(yellow('Pass --model <folder | org/repo> to run a real checkpoint.'));
+  }
+  const bars = new Map<string, Progress>();
+  return loadModel(spec, {
+    chatTemplateFile: o.chatTemplate,
+    onProgress: (p: DownloadProgress) => {
+      let bar = bars.get(p.file);
+      if (!bar) bars.set(p.file, (bar = new Progress(`downloading ${p.file}`)));
+      const total = p.total ?? p.downloaded;
+      bar.update(p.done ? total : p.downloaded, total);
+    },
+  });
+}

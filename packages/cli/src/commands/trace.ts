@@ -1,0 +1,86 @@
+/**
+ * mlxcel trace: the logit trace (fixture-contract tensor names) and `trace compare`.
+ *   mlxcel trace --model DIR (--ids 1,2,3 | --ids-file F.safetensors) [--chunk K] [--decode N]
+ *                [--kv-cache KIND] --out OUT.safetensors [--waveform F.safetensors]
+ *   mlxcel trace compare A.safetensors B.safetensors [--margin M] [--json]
+ */
+import { existsSync } from 'node:fs';
+import type { Command } from 'commander';
+import { compareTraces, loadModel, traceModel, writeTrace } from '@mlxcel/engine';
+import { SafetensorsFile, Tensor } from '@mlxcel/tensor';
+import { UsageError } from '../errors.js';
+import { idList, int, num } from '../parse.js';
+import { info } from '../ui/output.js';
+
+interface WaveformTracer {
+  traceAudio?(waveform: Float32Array): Record<string, { data: Float32Array; shape: number[] } | { i32: Int32Array; shape: number[] }>;
+}
+
+export function registerTrace(program: Command): void {
+  const trace = program
+    .command('trace')
+    .description('write a logit trace of a prompt (and greedy continuation) as safetensors; `trace compare A B` compares two')
+    .argument('[compare]', 'the word "compare" to compare two trace files')
+    .argument('[files...]', 'with compare: A.safetensors B.safetensors')
+    .option('-m, --model <dir>', 'model folder')
+    .option('--ids <list>', 'comma-separated prompt token ids', idList('--ids'))
+    .option('--ids-file <file>', 'safetensors file with an `input_ids` tensor')
+    .option('--chunk <k>', 'prefill in chunks of k tokens', int('--chunk', 1))
+    .option('--decode <n>', 'greedy continuation length', int('--decode', 1))
+    .option('--kv-cache <kind>', 'KV cache storage kind')
+    .option('--waveform <file>', 'safetensors with a `waveform` tensor (audio models)')
+    .option('-o, --out <file>', 'output .safetensors')
+    .option('--margin <m>', 'compare: top-1 margin for a "decided" disagreement', num('--margin', 0), 0.1)
+    .option('--json', 'compare: machine-readable output');
+  trace.action(async (mode: string | undefined, files: string[], o: Record<string, unknown>) => {
+    if (mode === 'compare') {
+      if (files.length !== 2) throw new UsageError('trace compare needs two files: A.safetensors B.safetensors');
+      for (const f of files) if (!existsSync(f)) throw new UsageError(`${f} does not exist`);
+      const r = compareTraces(files[0]!, files[1]!, { marginThreshold: o.margin as number });
+      if (o.json) {
+        process.stdout.write(`${JSON.stringify(r)}\n`);
+        return;
+      }
+      for (const t of r.tensors) {
+        let line = `${t.name.padEnd(24)} [${t.shape.join(', ')}] max|Δ| ${t.maxAbsDiff.toExponential(3)}`;
+        if (t.argmaxDisagreements !== undefined) line += ` argmax disagreements ${t.argmaxDisagreements}, decided ${t.decidedDisagreements}`;
+        if (t.equal !== undefined) line += t.equal ? ' (equal)' : ' (DIFFERENT)';
+        process.stdout.write(`${line}\n`);
+      }
+      if (r.onlyInA.length) process.stdout.write(`only in A: ${r.onlyInA.join(', ')}\n`);
+      if (r.onlyInB.length) process.stdout.write(`only in B: ${r.onlyInB.join(', ')}\n`);
+      if (r.perplexity) process.stdout.write(`perplexity of input_ids: A ${r.perplexity.a.toFixed(4)}  B ${r.perplexity.b.toFixed(4)}\n`);
+      return;
+    }
+    if (mode !== undefined) throw new UsageError(`unknown trace mode "${mode}" (did you mean "trace compare A B"?)`);
+    if (!o.model) throw new UsageError('--model is required');
+    if (!o.out) throw new UsageError('--out is required');
+    let ids: Int32Array | undefined;
+    if (o.ids && o.idsFile) throw new UsageError('pass either --ids or --ids-file');
+    if (o.ids) ids = Int32Array.from(o.ids as number[]);
+    else if (o.idsFile) {
+      const f = SafetensorsFile.open(o.idsFile as string);
+      if (!f.has('input_ids')) throw new UsageError(`${o.idsFile} has no input_ids tensor`);
+      ids = f.get('input_ids').toI32().slice();
+    }
+    const loaded = await loadModel(o.model as string, { tokenizer: 'none' });
+    const extra: Record<string, Tensor> = {};
+    if (o.waveform) {
+      const m = loaded.model as unknown as WaveformTracer;
+      if (typeof m.traceAudio !== 'function') throw new UsageError(`--waveform: model_type ${loaded.model.modelType} has no audio tower`);
+      const f = SafetensorsFile.open(o.waveform as string);
+      if (!f.has('waveform')) throw new UsageError(`${o.waveform} has no waveform tensor`);
+      for (const [k, v] of Object.entries(m.traceAudio(f.get('waveform').toF32())))
+        extra[k] = 'data' in v ? Tensor.fromF32(v.data, v.shape) : Tensor.fromI32(v.i32, v.shape);
+    }
+    if (!ids && !o.waveform) throw new UsageError('pass --ids, --ids-file or --waveform');
+    if (ids) {
+      const r = traceModel(loaded.model, ids, { chunk: o.chunk as number | undefined, decode: o.decode as number | undefined, kvCache: o.kvCache as string | undefined });
+      writeTrace(o.out as string, r, loaded.model.vocabSize, extra);
+    } else {
+      const { writeSafetensors } = await import('@mlxcel/tensor');
+      writeSafetensors(o.out as string, extra, { format: 'mlxcel-trace' });
+    }
+    info(`wrote ${o.out}`);
+  });
+}

@@ -1,0 +1,77 @@
+/**
+ * Random-weight models from a config.json alone: throughput at real shapes without downloading
+ * weights (`mlxcel bench --random`), and the built-in demo checkpoint.
+ */
+import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { writeSafetensors, type LanguageModel, type Tensor } from '@mlxcel/tensor';
+import { MlxcelError } from './errors.js';
+import { readJson } from './load.js';
+import { architectureFor } from './registry.js';
+
+export interface RandomModelOptions {
+  /** Keep only the first N layers (layer-indexed config lists are cut to match). */
+  layers?: number;
+  quantize?: { bits: number; groupSize: number };
+  seed?: number;
+}
+
+/** A copy of config with fewer layers; per-layer lists (layer_types, sparsity patterns) cut to fit. */
+export function shrinkLayers(config: Record<string, unknown>, layers: number): Record<string, unknown> {
+  if (!Number.isInteger(layers) || layers < 1) throw new MlxcelError('BAD_OPTION', `--layers must be a positive integer, got ${layers}`);
+  const cut = (c: Record<string, unknown>): Record<string, unknown> => {
+    const n = c.num_hidden_layers;
+    if (typeof n !== 'number') return c;
+    const out: Record<string, unknown> = { ...c, num_hidden_layers: Math.min(n, layers) };
+    for (const [k, v] of Object.entries(c)) if (Array.isArray(v) && v.length === n) out[k] = v.slice(0, Math.min(n, layers));
+    // Gemma 3n: KV-shared layers are counted from the end; keep none shared in a cut model unless it still fits.
+    if (typeof c.num_kv_shared_layers === 'number') out.num_kv_shared_layers = Math.max(0, Math.min(c.num_kv_shared_layers, Math.min(n, layers) - 2));
+    return out;
+  };
+  const top = cut(config);
+  if (config.text_config && typeof config.text_config === 'object') top.text_config = cut(config.text_config as Record<string, unknown>);
+  return top;
+}
+
+export function randomModel(config: Record<string, unknown>, opts: RandomModelOptions = {}): LanguageModel {
+  const cfg = opts.layers ? shrinkLayers(config, opts.layers) : config;
+  const arch = architectureFor(cfg);
+  if (!arch.randomWeights) throw new MlxcelError('UNSUPPORTED', `model_type ${String(cfg.model_type)} cannot build random weights`);
+  const q = opts.quantize;
+  const full = q ? { ...cfg, quantization: { group_size: q.groupSize, bits: q.bits, mode: 'affine' } } : cfg;
+  const weights = arch.randomWeights(full, { seed: opts.seed ?? 0, quantize: q });
+  return arch.load({ config: full, weights });
+}
+
+const DEMO_ASSETS = join(dirname(fileURLToPath(import.meta.url)), '..', 'assets', 'demo');
+const DEMO_FILES = ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json'];
+
+export function defaultCacheDir(): string {
+  return process.env.MLXCEL_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'mlxcel');
+}
+
+/**
+ * The built-in demo: a tiny Phi-3-architecture checkpoint with RANDOM weights and the real
+ * Llama-2/Phi-3 tokenizer, written on first use. Text it generates is meaningless by design.
+ */
+export function ensureDemoModel(cacheDir = defaultCacheDir()): string {
+  const dir = join(cacheDir, 'demo-phi3-random');
+  if (existsSync(join(dir, 'model.safetensors'))) return dir;
+  mkdirSync(cacheDir, { recursive: true });
+  const tmp = `${dir}.tmp-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  for (const f of DEMO_FILES) copyFileSync(join(DEMO_ASSETS, f), join(tmp, f));
+  const config = readJson(join(tmp, 'config.json'), 'demo config');
+  const arch = architectureFor(config);
+  if (!arch.randomWeights) throw new MlxcelError('UNSUPPORTED', 'demo architecture cannot build random weights');
+  const store = arch.randomWeights(config, { seed: 0 });
+  const tensors: Record<string, Tensor> = {};
+  for (const k of store.keys().sort()) tensors[k] = store.get(k);
+  writeSafetensors(join(tmp, 'model.safetensors'), tensors, { format: 'pt', note: 'mlxcel random-weight demo' });
+  rmSync(dir, { recursive: true, force: true });
+  renameSync(tmp, dir);
+  return dir;
+}

@@ -1,0 +1,28 @@
+/**
+ * Token embeddings and the multimodal hook. e_i = embed_tokens[id_i] · sqrt(H), with sqrt(H) exact
+ * in f32 (engine policy, gemma-common.md §6); rows listed in `embeddingOverrides` are then replaced by
+ * the front-end's values, which are NOT scaled (gemma3n.md §12, gemma4.md §13).
+ */
+import { MlxcelError, ops, type Embedding } from '@mlxcel/tensor';
+import type { BatchLayout } from './batch.js';
+
+export function embedBatch(table: Embedding, batch: BatchLayout): Float32Array {
+  const H = table.dim, V = table.numEmbeddings;
+  for (let r = 0; r < batch.n; r++) {
+    const id = batch.ids[r]!;
+    if (!(id >= 0 && id < V)) throw new MlxcelError('E_INPUT', `forward: token id ${id} is outside the vocabulary [0, ${V})`);
+  }
+  const e = table.forward(batch.ids);
+  ops.scale(e, Math.fround(Math.sqrt(H)), 0, e);
+  batch.seqs.forEach((s, b) => {
+    const o = s.input.embeddingOverrides;
+    if (!o) return;
+    if (o.values.length !== o.rows.length * H)
+      throw new MlxcelError('E_SHAPE', `batch[${b}].embeddingOverrides: ${o.values.length} values for ${o.rows.length} rows of hidden size ${H}`);
+    o.rows.forEach((row, i) => {
+      if (!(row >= 0 && row < s.len)) throw new MlxcelError('E_INPUT', `batch[${b}].embeddingOverrides.rows[${i}] = ${row} is outside [0, ${s.len})`);
+      e.set(o.values.subarray(i * H, (i + 1) * H), (s.start + row) * H);
+    });
+  });
+  return e;
+}
