@@ -71,5 +71,46 @@ export declare function argmax(x: Float32Array, rows: number, dim: number, out: 
 export declare function topk(x: Float32Array, k: number, outIdx: Int32Array, outVal: Float32Array): void;
 export declare function streamSum(buf: ArrayBufferView | ArrayBuffer): number;
 
+// Audio kernels (src/bind_audio.cc, src/isa/audio_impl.h).
+export interface LogMelOptions {
+  /** Padded mono signal; frame t reads samples [t*hop, t*hop + frameLength] (frameLength + 1 samples). */
+  signal: Float32Array; nFrames: number; frameLength: number; hop: number;
+  /** Power of two >= frameLength; frames are zero-padded on the right. */
+  fftSize: number;
+  /** 0 / absent = off. HTK flavour (default): y[0] = x[0](1-a), y[n] = x[n] - a x[n-1]. */
+  preemphasis?: number; preemphasisHtk?: boolean;
+  window: Float32Array;
+  /** [fftSize/2 + 1, nMel], applied to the magnitude spectrum. */
+  melFilters: Float64Array; nMel: number;
+  /** 'add': log(mel + floor); 'max': log(max(mel, floor)). */
+  floorMode: 'add' | 'max'; melFloor: number;
+  out: Float32Array;
+}
+export interface Conv2dOptions {
+  /** Channels-last input [h, w, cin]; output [outH, outW, cout]; weight [cout, kh*kw*cin] in (kh, kw, cin) order. */
+  x: Float32Array; h: number; w: number; cin: number;
+  weight: Float32Array; cout: number; kh: number; kw: number;
+  strideH: number; strideW: number; padTop: number; padBottom: number; padLeft: number; padRight: number;
+  out: Float32Array;
+}
+export interface LocalAttentionOptions {
+  /** [n, nHeads, headDim] each; q already scaled. */
+  q: Float32Array; k: Float32Array; v: Float32Array; n: number; nHeads: number; headDim: number;
+  /** Relative-position keys [nRel, nHeads, headDim]; row r holds distance relDist0 - r (distance = t - s). */
+  rel: Float32Array | null; nRel: number; relDist0: number;
+  /** 1 = valid key frame; absent = all valid. */
+  valid?: Uint8Array | null;
+  /** Key s is admitted iff -maxFuture <= t - s <= maxPast (both inclusive). */
+  maxPast: number; maxFuture: number;
+  softcap?: number;
+  out: Float32Array;
+}
+export declare function logMel(o: LogMelOptions): void;
+export declare function conv2d(o: Conv2dOptions): { outH: number; outW: number };
+export declare function dwconv1dCausal(x: Float32Array, T: number, C: number, w: Float32Array, K: number, out: Float32Array): void;
+export declare function localAttention(o: LocalAttentionOptions): void;
+export declare function clamp(x: Float32Array, lo: number, hi: number, out: Float32Array): void;
+export declare function glu(x: Float32Array, rows: number, half: number, out: Float32Array): void;
+
 declare const native: Record<string, unknown>;
 export default native;

@@ -35,4 +35,7 @@ export const {
   toF32, fromF32, quantize, argmax, topk, streamSum,
 } = native;
 
+// Audio kernels (src/bind_audio.cc).
+export const { logMel, conv2d, dwconv1dCausal, localAttention, clamp, glu } = native;
+
 export default native;

@@ -49,8 +49,7 @@ export function parsePhi3Config(raw: Record<string, unknown>, opts: Phi3ConfigOp
   if (opts.ignoreSlidingWindow || (window !== null && window >= maxPos)) window = null;
   const rope = r.rope({ longropePolicy: opts.longropePolicy ?? 'hf', headDim: geo.headDim });
   if (rope.type !== 'default' && rope.type !== 'longrope' && rope.type !== 'linear')
-    r.fail(rope.scaling.type === rope.type ? 'rope_scaling.type' : 'rope_scaling',
-      `= "${rope.type}" is not used by Phi-3 (expected null, "longrope"/"su" or mlx-lm's "linear", phi3.md §4.2)`, 'E_CONFIG_UNSUPPORTED');
+    r.fail('rope_scaling', `type "${rope.type}" is not used by Phi-3 (expected null, "longrope"/"su" or mlx-lm's "linear", phi3.md §4.2)`, 'E_CONFIG_UNSUPPORTED');
   return {
     model_type: 'phi3',
     hidden_size: hidden,
