@@ -173,8 +173,9 @@ export class Generation implements AsyncIterable<GeneratedToken> {
       history.push(token);
       if (eos.has(token)) {
         finish = 'eos';
+        // The EOS token itself carries no text, only whatever the detokenizer still held back.
         const rest = stop.push(detok ? detok.flush() : '').emit + stop.flush();
-        if (rest) yield { token, text: rest, logprob };
+        yield { token, text: rest, logprob };
         break;
       }
       const piece = detok ? detok.push(token) : '';

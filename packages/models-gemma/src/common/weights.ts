@@ -62,6 +62,22 @@ export class TowerLoader {
     return l;
   }
 
+  /**
+   * The LM head: the tied embedding table, or `lm_head.weight` (at the root or under
+   * `language_model.`) when tie_word_embeddings is false.
+   */
+  head(embed: Embedding, tied: boolean, shape: [number, number]): Linear {
+    if (tied) {
+      this.tally.weightBytes += embed.weight.nbytes; // the tied head streams the whole table per token
+      return embed.asLinear();
+    }
+    const path = ['lm_head', 'language_model.lm_head'].find((n) => this.store.has(`${n}.weight`));
+    if (!path) throw new MlxcelError('E_MISSING_TENSOR', 'missing tensor lm_head.weight (tie_word_embeddings is false)');
+    const l = Linear.load(this.store, path, { quant: this.quant, bias: false, shape });
+    this.tally.addWeight(l.weight);
+    return l;
+  }
+
   /** Like `linear` but null when `path.weight` is absent. */
   optLinear(path: string, shape: [number, number]): Linear | null {
     return this.has(`${path}.weight`) ? this.linear(path, shape) : null;

@@ -29,6 +29,7 @@ export interface Phi3Weights {
 
 export function loadPhi3Weights(store: WeightStore, c: Phi3Config, raw: Record<string, unknown>): Phi3Weights {
   const tracked = new TrackedWeights(store);
+  tracked.ignore(/\.rotary_emb\.inv_freq$/); // a RoPE buffer some old checkpoints saved; recomputed here
   const ctx = loadCtx(tracked, raw);
   const H = c.hidden_size, D = c.head_dim, I = c.intermediate_size;
   const qkvRows = (c.num_attention_heads + 2 * c.num_key_value_heads) * D;

@@ -1,0 +1,40 @@
+/** Gated MLP activations that read a fused projection output. */
+
+/**
+ * SwiGLU over a fused [gate; up] projection whose two halves are contiguous column blocks
+ * (Phi-3 `gate_up_proj`, phi3.md §2.1): out[r, i] = SiLU(gu[r, i]) · gu[r, I + i].
+ */
+export function swigluHalves(gu: Float32Array, M: number, I: number): Float32Array {
+  const out = new Float32Array(M * I);
+  for (let r = 0; r < M; r++) {
+    const g0 = r * 2 * I, o0 = r * I;
+    for (let i = 0; i < I; i++) {
+      const g = gu[g0 + i]!;
+      out[o0 + i] = (g / (1 + Math.exp(-g))) * gu[g0 + I + i]!;
+    }
+  }
+  return out;
+}
+
+/**
+ * Phi-3-small GeGELU (phi3small.md §2.2). The up projection interleaves its two halves: even columns
+ * a (the "gelu" input), odd columns b (the linear input). With limit λ (null = no clamp):
+ * a' = min(a, λ), b' = clamp(b, −λ, λ), ±∞ left untouched in both; out = a'·σ(1.702·a')·(b' + 1).
+ * Note a is clamped from above only.
+ */
+export function gegelu(u: Float32Array, M: number, F: number, limit: number | null): Float32Array {
+  const out = new Float32Array(M * F);
+  for (let r = 0; r < M; r++) {
+    const u0 = r * 2 * F, o0 = r * F;
+    for (let i = 0; i < F; i++) {
+      let a = u[u0 + 2 * i]!;
+      let b = u[u0 + 2 * i + 1]!;
+      if (limit !== null) {
+        if (Number.isFinite(a)) a = Math.min(a, limit);
+        if (Number.isFinite(b)) b = Math.max(-limit, Math.min(b, limit));
+      }
+      out[o0 + i] = (a / (1 + Math.exp(-1.702 * a))) * (b + 1);
+    }
+  }
+  return out;
+}

@@ -1,0 +1,14 @@
+/**
+ * @mlxcel/models-phi: Phi-3 / Phi-3.5-mini / Phi-4-mini (`phi3`), Phi-3.5-MoE (`phimoe`) and
+ * Phi-3-small (`phi3small`), registered by model_type through `architectures`.
+ */
+import type { ArchitectureDef } from '@mlxcel/tensor';
+import { phi3Architecture } from './phi3/index.js';
+
+export * from './phi3/index.js';
+export { PhiConfigError } from './common/errors.js';
+export { PhiSequence } from './common/sequence.js';
+export type { PhiForwardInput } from './common/batch.js';
+export { withQuantization, configDType, type RandomWeightOptions, type FloatDType } from './common/random.js';
+
+export const architectures: ArchitectureDef[] = [phi3Architecture];
