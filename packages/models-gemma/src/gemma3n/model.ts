@@ -3,7 +3,7 @@
  * norm → tied head → soft-cap. Serves `gemma3n` (multimodal checkpoints; towers ignored, multimodal
  * rows arrive as embedding overrides) and `gemma3n_text`.
  */
-import { MlxcelError, ops, type ForwardOptions, type LanguageModel, type StateOptions } from '@mlxcel/tensor';
+import { ops, type ForwardOptions, type LanguageModel, type StateOptions } from '@mlxcel/tensor';
 import type { SharedQueryOffset } from '../common/attention.js';
 import { layoutBatch, type BatchLayout, type GemmaForwardInput } from '../common/batch.js';
 import { embedBatch } from '../common/embed.js';
@@ -108,8 +108,4 @@ export class Gemma3nModel implements LanguageModel {
     for (let k = 1; k < corr.length; k++) ops.add(corr[k]!, v, corr[k]!);
     return corr;
   }
-}
-
-export function checkGemma3nInputs(model: Gemma3nModel): void {
-  if (model.numLayers < 1) throw new MlxcelError('E_CONFIG', 'num_hidden_layers must be >= 1');
 }

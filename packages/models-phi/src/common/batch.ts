@@ -39,6 +39,8 @@ export interface Run {
   T: number;
   regime: RopeRegime;
   table: RopeTable;
+  /** The sequence's lengthFloor after this step. */
+  floor: number;
 }
 
 export interface Plan {
@@ -82,7 +84,10 @@ export function planBatch(batch: readonly ForwardInput[], ctx: PlanContext): Pla
     if (total > ctx.maxContext)
       throw new MlxcelError('E_CONTEXT', `${ctx.family}.forward: batch[${b}] would hold ${total} tokens, more than max_position_embeddings = ${ctx.maxContext}`);
     const hint = (input as PhiForwardInput).totalLength;
-    const regime = ctx.rope.regimeFor(Math.max(total, typeof hint === 'number' && Number.isInteger(hint) ? hint : 0));
+    if (hint !== undefined && !(Number.isInteger(hint) && hint >= 0))
+      throw new MlxcelError('E_INPUT', `${ctx.family}.forward: batch[${b}].totalLength must be a non-negative integer, got ${String(hint)}`);
+    const floor = Math.max(seq.lengthFloor, hint ?? 0);
+    const regime = ctx.rope.regimeFor(Math.max(total, floor));
     let ids = newIds;
     let pos0 = seq.offset;
     if (seq.offset === 0) {
@@ -95,7 +100,7 @@ export function planBatch(batch: readonly ForwardInput[], ctx: PlanContext): Pla
       pos0 = 0;
       seq.resetCaches();
     }
-    runs.push({ seq, ids, newIds, row0: rows, pos0, T: ids.length, regime, table: ctx.tables.get(regime) });
+    runs.push({ seq, ids, newIds, row0: rows, pos0, T: ids.length, regime, table: ctx.tables.get(regime), floor });
     rows += ids.length;
   });
   const ids = new Int32Array(rows);
@@ -108,6 +113,7 @@ export function commitBatch(plan: Plan): void {
   for (const r of plan.runs) {
     r.seq.appendIds(r.newIds);
     r.seq.regime = r.regime;
+    r.seq.lengthFloor = r.floor;
   }
 }
 

@@ -20,6 +20,13 @@ export class PhiSequence implements SequenceState {
   caches: LayerCache[];
   /** Regime of the keys now in the caches (null before the first step). */
   regime: RopeRegime | null = null;
+  /**
+   * Length the RoPE regime is decided from at least: the largest `totalLength` hint since the last trim.
+   * Keeps a sequence prefilled under the long table long while it decodes up to the announced length
+   * (phi3.md §4.4 rule 3: never back from long to short); a trim clears it, so a trimmed sequence is
+   * re-encoded exactly as a fresh run of its ids would be.
+   */
+  lengthFloor = 0;
   /** Set when the caches can no longer reproduce the ids (trim of a rotating cache): re-encode next step. */
   stale = false;
   private idBuf = new Int32Array(64);
@@ -69,6 +76,7 @@ export class PhiSequence implements SequenceState {
   trim(n: number): number {
     const drop = Math.max(0, Math.min(Math.floor(n), this.nIds));
     if (drop === 0) return 0;
+    this.lengthFloor = 0;
     for (const c of this.caches) {
       // A rotating cache cannot bring back keys it already overwrote: rebuild from the ids next step.
       if (c.kind === 'rotating' && evicted(c)) this.stale = true;
