@@ -15,7 +15,7 @@
  * `p` is the MoE block path: `model.layers.3.block_sparse_moe` (PhiMoE), `model.language_model.layers.3`
  * (Gemma 4 HF) or `language_model.model.layers.3` (Gemma 4 mlx).
  */
-import native from '@mlxcel/core-native';
+import { alloc } from '@mlxcel/core-native';
 import {
   loadWeight, MlxcelError, quantParamsFor, QuantizedWeight, Tensor, Weight, type LoadOptions, type WeightStore,
 } from '@mlxcel/tensor';
@@ -76,7 +76,7 @@ export function detectExperts(store: WeightStore, prefix: string, layout: Expert
 function stack(store: WeightStore, names: string[]): Tensor {
   const first = store.get(names[0]!);
   const per = first.bytes.byteLength;
-  const buf = new Uint8Array(native.alloc(names.length * per) as ArrayBuffer);
+  const buf = new Uint8Array(alloc(names.length * per));
   names.forEach((name, e) => {
     const t = e === 0 ? first : store.get(name);
     if (t.dtype !== first.dtype || t.shape.join() !== first.shape.join())
@@ -102,7 +102,7 @@ function loadFused(store: WeightStore, name: string): Weight {
 }
 
 /** Every per-expert tensor must exist, and none beyond numExperts (that means a config mismatch). */
-function checkPerExpertNames(store: WeightStore, d: DetectedExperts, E: number, opts: LoadOptions): void {
+function checkPerExpertNames(store: WeightStore, d: DetectedExperts, E: number): void {
   const n = d.names as { gate: string; up: string; down: string };
   const missing: string[] = [];
   for (let e = 0; e < E; e++)
@@ -115,7 +115,6 @@ function checkPerExpertNames(store: WeightStore, d: DetectedExperts, E: number, 
     throw new MlxcelError('E_MISSING_TENSOR', `missing ${missing.length} expert tensor(s) for ${E} experts: ${missing.slice(0, 6).join(', ')}${missing.length > 6 ? ', ...' : ''}`);
   if (store.has(`${d.base}.${E}.${n.gate}.weight`))
     throw new MlxcelError('E_CONFIG', `${d.base}.${E}.${n.gate}.weight exists but the config says there are ${E} experts`);
-  void opts;
 }
 
 /**
@@ -130,7 +129,7 @@ export function loadExperts(store: WeightStore, prefix: string, layout: ExpertLa
   let proj: ExpertProjections;
   let label: { gate: string; up: string; down: string };
   if (d.layout === 'per-expert') {
-    checkPerExpertNames(store, d, E, opts);
+    checkPerExpertNames(store, d, E);
     const n = d.names as { gate: string; up: string; down: string };
     proj = {
       gate: loadPerExpert(store, d.base, n.gate, E, opts),
