@@ -34,6 +34,7 @@
         "src/bind_matmul.cc",
         "src/bind_elementwise.cc",
         "src/bind_attention.cc",
+        "src/bind_kv.cc",
         "src/bind_misc.cc",
         "src/bind_audio.cc",
         "src/bind_moe.cc"
@@ -41,7 +42,7 @@
       "dependencies": ["kernels_scalar"],
       "conditions": [
         ["target_arch=='x64'", {
-          "dependencies": ["kernels_avx2", "kernels_avx512"],
+          "dependencies": ["kernels_avx2", "kernels_avx512", "kernels_avx512vnni"],
           "defines": ["MLX_HAVE_X86_VARIANTS=1"]
         }],
         ["target_arch=='arm64'", {
@@ -67,6 +68,13 @@
           "sources": ["src/isa/isa_avx512.cc"],
           "cflags_cc": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma", "-mf16c", "-mprefer-vector-width=512"],
           "xcode_settings": { "OTHER_CPLUSPLUSFLAGS": ["-O3", "-ffp-contract=fast", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma", "-mf16c"] }
+        },
+        {
+          "target_name": "kernels_avx512vnni",
+          "type": "static_library",
+          "sources": ["src/isa/isa_avx512vnni.cc"],
+          "cflags_cc": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni", "-mavx2", "-mfma", "-mf16c", "-mprefer-vector-width=512"],
+          "xcode_settings": { "OTHER_CPLUSPLUSFLAGS": ["-O3", "-ffp-contract=fast", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni", "-mavx2", "-mfma", "-mf16c"] }
         }
       ]
     }],

@@ -112,5 +112,59 @@ export declare function localAttention(o: LocalAttentionOptions): void;
 export declare function clamp(x: Float32Array, lo: number, hi: number, out: Float32Array): void;
 export declare function glu(x: Float32Array, rows: number, half: number, out: Float32Array): void;
 
+// KV stores (packages/cache) and batched attention over them (src/bind_kv.cc, src/bind_attention.cc).
+/**
+ * One run of KV slots. layout 0 (rows): K [n, nKvHeads, headDim], V [n, nKvHeads, vDim], dtype 0-2.
+ * layout 1 (tiles of 16 slots, the @mlxcel/cache store layout, see src/kernels.h KvSegment): any dtype;
+ * dtype 3 = affine-quantized (K 8-bit, V vBits) with f32 scales/biases per group along the head dim.
+ */
+export interface KvSegmentDesc {
+  dtype: 0 | 1 | 2 | 3; layout?: 0 | 1;
+  k: ArrayBufferView; v: ArrayBufferView;
+  kScales?: Float32Array; kBiases?: Float32Array; vScales?: Float32Array; vBiases?: Float32Array;
+  vBits?: 4 | 8; groupSize?: 32 | 64 | 128;
+  /** Absolute position per slot; negative = empty. */
+  pos: Int32Array; n: number;
+}
+export interface AttentionSeqDesc {
+  /** This sequence's rows of q / qPos / out: [qStart, qStart + nQ). Rows of different sequences must not overlap. */
+  qStart: number; nQ: number;
+  /** Its keys: slots of all segments numbered consecutively (the mask's columns). */
+  segments: KvSegmentDesc[];
+  /** Optional [maskHeads, nQ, total slots], nonzero = visible; ANDed with everything else. */
+  mask?: Uint8Array; maskHeads?: number;
+  /** [start, end) position pairs attended bidirectionally: a query and a key in the same span see each other. */
+  spans?: Int32Array;
+}
+export interface AttentionBatchOptions {
+  q: Float32Array; qPos: Int32Array; out: Float32Array;
+  nHeads: number; headDim: number; vDim?: number; nKvHeads: number;
+  scale: number; softcap?: number; causal?: boolean; window?: number;
+  /** Phi-3-small: key visible to head h iff qb - kb < localBlocks || (kb + h * headStep + 1) % vertStride == 0 (blocks of blockSize positions). */
+  blockSparse?: { blockSize: number; localBlocks: number; vertStride: number; headStep?: number };
+  seqs: AttentionSeqDesc[];
+}
+export declare function attention(o: AttentionBatchOptions): void;
+/** A tiled KV store: capacity slots (multiple of 16) of K/V for nKvHeads heads. */
+export interface KvStoreDesc {
+  dtype: 0 | 1 | 2 | 3; capacity: number; nKvHeads: number; headDim: number; vDim: number;
+  k: Uint8Array; v: Uint8Array;
+  kScales?: Float32Array; kBiases?: Float32Array; vScales?: Float32Array; vBiases?: Float32Array;
+  vBits?: 4 | 8; groupSize?: 32 | 64 | 128;
+}
+/** Head-major raw image of some slots ([nKvHeads][T][...]): storage dtype bytes, or MLX-packed codes + f32 scales/biases. */
+export interface KvImage {
+  k: Uint8Array; v: Uint8Array;
+  kScales?: Float32Array; kBiases?: Float32Array; vScales?: Float32Array; vBiases?: Float32Array;
+}
+/** Writes rows i of k [T, nKvHeads, headDim] / v [T, nKvHeads, vDim] into slots[i] (converting or quantizing). */
+export declare function kvWrite(store: KvStoreDesc, slots: Int32Array, k: Float32Array, v: Float32Array): void;
+/** Reads slots back as f32 rows (dequantized). */
+export declare function kvRead(store: KvStoreDesc, slots: Int32Array, outK: Float32Array, outV: Float32Array): void;
+/** Copies the exact stored bits of slots into a head-major image. */
+export declare function kvExport(store: KvStoreDesc, slots: Int32Array, image: KvImage): void;
+/** The inverse of kvExport. */
+export declare function kvImport(store: KvStoreDesc, slots: Int32Array, image: KvImage): void;
+
 declare const native: Record<string, unknown>;
 export default native;

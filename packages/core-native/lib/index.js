@@ -38,4 +38,7 @@ export const {
 // Audio kernels (src/bind_audio.cc).
 export const { logMel, conv2d, dwconv1dCausal, localAttention, clamp, glu } = native;
 
+// KV stores and batched attention over them (src/bind_kv.cc, src/bind_attention.cc).
+export const { kvWrite, kvRead, kvExport, kvImport } = native;
+
 export default native;

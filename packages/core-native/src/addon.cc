@@ -70,6 +70,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   RegisterMatmul(env, exports);
   RegisterElementwise(env, exports);
   RegisterAttention(env, exports);
+  RegisterKv(env, exports);
   RegisterMisc(env, exports);
   RegisterAudio(env, exports);
   RegisterMoe(env, exports);

@@ -7,6 +7,7 @@ void RegisterMemory(Napi::Env env, Napi::Object exports);
 void RegisterMatmul(Napi::Env env, Napi::Object exports);
 void RegisterElementwise(Napi::Env env, Napi::Object exports);
 void RegisterAttention(Napi::Env env, Napi::Object exports);
+void RegisterKv(Napi::Env env, Napi::Object exports);
 void RegisterMisc(Napi::Env env, Napi::Object exports);
 void RegisterAudio(Napi::Env env, Napi::Object exports);
 void RegisterMoe(Napi::Env env, Napi::Object exports);

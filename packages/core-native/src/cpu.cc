@@ -40,6 +40,7 @@ std::vector<const KernelTable*> available_variants() {
 #if defined(MLX_HAVE_X86_VARIANTS)
   if (f.avx2) v.push_back(&kAvx2Kernels);
   if (f.avx512 && f.avx2) v.push_back(&kAvx512Kernels);
+  if (f.avx512 && f.avx2 && f.avx512_vnni) v.push_back(&kAvx512VnniKernels);
 #endif
 #if defined(MLX_HAVE_NEON_VARIANT)
   if (f.neon) v.push_back(&kNeonKernels);

@@ -25,6 +25,41 @@ struct WeightRef {
   int group = 0;
 };
 
+// KV storage read by the attention kernel (packages/cache). A cache hands one or more segments per
+// sequence (e.g. a quantized body plus a full-precision staging tail); slots of all segments of a
+// sequence are numbered consecutively in segment order (the order of a mask's columns).
+enum KvLayout : int { kKvRows = 0, kKvTiles = 1 };
+constexpr int kKvTile = 16;  // slots per tile in kKvTiles (a storage layout: fixed for every ISA)
+struct KvSegment {
+  int dtype = kF32;        // kF32 / kF16 / kBF16, or kQAffine: K 8-bit codes, V v_bits codes (affine per group)
+  int layout = kKvRows;    // kKvRows: K [n, H, D], V [n, H, DV] (dtype f32/f16/bf16 only)
+                           // kKvTiles, tile t, head h: K [D][16] at (t*H+h)*D*16 elements, V [16][DV] rows;
+                           // quantized: K scales/biases [D/group][16] at (t*H+h)*(D/group)*16,
+                           // V rows of DV*v_bits/8 bytes (4-bit: each 32-code chunk as 16 bytes, byte i =
+                           // code i | code i+16 << 4), V scales/biases [16][DV/group] at (t*H+h)*16*(DV/group)
+  const uint8_t* k = nullptr;
+  const uint8_t* v = nullptr;
+  const float* k_scales = nullptr;
+  const float* k_biases = nullptr;
+  const float* v_scales = nullptr;
+  const float* v_biases = nullptr;
+  int v_bits = 8;          // quantized V: 8 or 4
+  int group = 0;           // quantized: group size along the head dim (32, 64, 128)
+  const int32_t* pos = nullptr;  // [n] absolute position per slot; < 0 = empty
+  int64_t n = 0;           // slots
+};
+// One sequence of a batched attention call: query rows [q_begin, q_begin + n_q) of q / q_pos / out.
+struct AttnSeq {
+  int64_t q_begin = 0;
+  int64_t n_q = 0;
+  const KvSegment* segs = nullptr;
+  int n_segs = 0;
+  const uint8_t* mask = nullptr;   // optional [mask_heads, n_q, total slots], nonzero = visible (ANDed)
+  int mask_heads = 0;
+  const int32_t* spans = nullptr;  // optional [n_spans][2] = [start, end) positions attended bidirectionally
+  int n_spans = 0;
+};
+
 struct AttentionArgs {
   const float* q = nullptr;      // [n_q, n_heads, head_dim]
   int64_t n_q = 0;
@@ -45,6 +80,13 @@ struct AttentionArgs {
   const uint8_t* mask = nullptr; // optional [mask_heads, n_q, n_kv], nonzero = visible (ANDed with the rest)
   int mask_heads = 0;            // 1 (shared by all heads) or n_heads
   float* out = nullptr;          // [n_q, n_heads, v_dim]
+  // Batched form (packages/cache): when n_seqs > 0 the flat k/v/k_pos/n_kv/kv_dtype/mask fields are
+  // ignored and every sequence brings its own KV segments, mask and spans; q/q_pos/out span all rows.
+  const AttnSeq* seqs = nullptr;
+  int n_seqs = 0;
+  // Phi-3-small block-sparse visibility (ANDed): with bi = q_pos / block, bj = k_pos / block, a key is
+  // visible to query head h iff bi - bj < local || (bj + h * head_step + 1) % vert == 0. block 0 = off.
+  int64_t bs_block = 0, bs_local = 0, bs_vert = 0, bs_head_step = 0;
 };
 
 // Mixture-of-experts SwiGLU block over stacked experts (isa/moe_impl.h). Expert weights are flattened
@@ -145,6 +187,7 @@ extern const KernelTable kScalarKernels;
 #if defined(MLX_HAVE_X86_VARIANTS)
 extern const KernelTable kAvx2Kernels;
 extern const KernelTable kAvx512Kernels;
+extern const KernelTable kAvx512VnniKernels;
 #endif
 #if defined(MLX_HAVE_NEON_VARIANT)
 extern const KernelTable kNeonKernels;

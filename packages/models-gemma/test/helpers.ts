@@ -2,9 +2,8 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Checkpoint, MemoryWeights, SafetensorsFile, type LanguageModel, type WeightStore } from '@mlxcel/tensor';
+import { Checkpoint, MemoryWeights, SafetensorsFile, type ForwardInput, type LanguageModel, type WeightStore } from '@mlxcel/tensor';
 import { architectures } from '../src/index.js';
-import type { GemmaForwardInput } from '../src/common/batch.js';
 
 export const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 export const FIXTURES = join(REPO, 'fixtures');
@@ -91,12 +90,12 @@ export function greedy(model: LanguageModel, ids: Int32Array, steps: number): { 
 }
 
 /** Runs `ids` through a fresh state in chunks of the given sizes, concatenating all logits. */
-export function chunked(model: LanguageModel, ids: Int32Array, sizes: number[], extra: Partial<GemmaForwardInput> = {}): Float32Array {
+export function chunked(model: LanguageModel, ids: Int32Array, sizes: number[], extra: Partial<ForwardInput> = {}): Float32Array {
   const state = model.newState();
   const parts: Float32Array[] = [];
   let o = 0;
   for (const n of sizes) {
-    parts.push(model.forward([{ ...extra, ids: ids.subarray(o, o + n), state } as GemmaForwardInput])[0]!);
+    parts.push(model.forward([{ ...extra, ids: ids.subarray(o, o + n), state }])[0]!);
     o += n;
   }
   if (o !== ids.length) throw new Error('chunk sizes do not cover the ids');

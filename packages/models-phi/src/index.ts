@@ -4,11 +4,16 @@
  */
 import type { ArchitectureDef } from '@mlxcel/tensor';
 import { phi3Architecture } from './phi3/index.js';
+import { phi3smallArchitecture } from './phi3small/index.js';
+import { phimoeArchitecture } from './phimoe/index.js';
 
 export * from './phi3/index.js';
-export { PhiConfigError } from './common/errors.js';
+export * from './phi3small/index.js';
+export * from './phimoe/index.js';
+export { PhiConfigError, type PhiConfigErrorCode } from './common/errors.js';
+export { convertPhiCheckpoint, stackPhiMoEExperts, type ConvertOptions, type Converted } from './convert.js';
 export { PhiSequence } from './common/sequence.js';
 export type { PhiForwardInput } from './common/batch.js';
 export { withQuantization, configDType, type RandomWeightOptions, type FloatDType } from './common/random.js';
 
-export const architectures: ArchitectureDef[] = [phi3Architecture];
+export const architectures: ArchitectureDef[] = [phi3Architecture, phimoeArchitecture, phi3smallArchitecture];

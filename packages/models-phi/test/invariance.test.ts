@@ -14,7 +14,7 @@ import { chunkedLogits, fullLogits, loadFixtureModel, maxAbsDiff } from './helpe
 // Same math through different kernels (GEMV vs tiled GEMM, other summation orders): f32 rounding only.
 const TOL = 2e-4;
 
-const CASES = ['phi3-tiny-short', 'phi3-tiny-long'];
+const CASES = ['phi3-tiny-short', 'phi3-tiny-long', 'phimoe-tiny', 'phimoe-tiny-q4-mlx', 'phi3small-tiny'];
 
 function rows(x: Float32Array, V: number, from: number, to: number): Float32Array {
   return x.subarray(from * V, to * V);

@@ -84,6 +84,11 @@ static inline vf load_bf16(const uint8_t* p) {
   return as_f(u);
 }
 static inline vf load_f16(const uint8_t* p) {
+#if defined(__AVX512F__) && MLX_VL == 16
+  return (vf)_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+#elif defined(__F16C__) && MLX_VL == 8
+  return (vf)_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+#endif
   vh h16; std::memcpy(&h16, p, sizeof h16);
   vu h = __builtin_convertvector(h16, vu);
   vf f = as_f((h & 0x7fffu) << 13) * 0x1p112f;
@@ -188,48 +193,116 @@ static void weight_row_range(const WeightRef& w, int64_t r, int64_t c0, int64_t 
   else float_row_range(w, r, c0, n, out);
 }
 
-// GEMV over float weights: rows [n0, n1) of W against MB rows of x.
-template <int MB>
-static void gemv_float_rows(const float* x, int64_t K, const WeightRef& w, const float* bias, float* y,
-                            int64_t N, int64_t n0, int64_t n1) {
-  for (int64_t n = n0; n < n1; n++) {
-    vf acc[MB][2];
-    for (int m = 0; m < MB; m++) acc[m][0] = acc[m][1] = vsplat(0.f);
-    const uint8_t* row = w.data + n * K * (w.dtype == kF32 ? 4 : 2);
-    int64_t k = 0;
-    for (; k + 2 * VL <= K; k += 2 * VL) {
-      vf w0 = load_any(row, w.dtype, k), w1 = load_any(row, w.dtype, k + VL);
-      for (int m = 0; m < MB; m++) {
-        acc[m][0] += w0 * vload(x + m * K + k);
-        acc[m][1] += w1 * vload(x + m * K + k + VL);
-      }
+// Per-thread growable scratch. A plain struct of this variant's namespace rather than a std container:
+// a std template instantiated here would be compiled with this variant's ISA flags, and the linker may
+// keep that copy for every variant (an AVX-512 instruction in the scalar variant's path).
+struct Scratch {
+  uint8_t* p = nullptr;
+  size_t cap = 0;
+  Scratch() = default;
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  ~Scratch() { delete[] p; }
+  // A 64-byte aligned buffer of at least n elements of T (contents unspecified).
+  template <typename T>
+  T* get(size_t n) {
+    const size_t bytes = n * sizeof(T) + 64;
+    if (bytes > cap) {
+      delete[] p;
+      p = new uint8_t[bytes];
+      cap = bytes;
     }
-    float tail[MB] = {};
-    for (; k < K; k++) {
-      float wk = load_scalar(row, w.dtype, k);
-      for (int m = 0; m < MB; m++) tail[m] += wk * x[m * K + k];
-    }
-    for (int m = 0; m < MB; m++) {
-      float s = hsum(acc[m][0] + acc[m][1]) + tail[m];
-      y[m * N + n] = bias ? s + bias[n] : s;
-    }
+    return reinterpret_cast<T*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t(63));
   }
+};
+
+// Runs tile<R>(n) over rows [n0, n1) in steps of R, then tile<1> for the remainder.
+template <int R, typename TR, typename T1>
+static inline void row_tiles(int64_t n0, int64_t n1, const TR& tile_r, const T1& tile_1) {
+  int64_t n = n0;
+  for (; n + R <= n1; n += R) tile_r(n);
+  for (; n < n1; n++) tile_1(n);
 }
 
-// x permuted for the packed 4/8-bit layouts: for 4-bit, each block of 2*VL elements is reordered to
-// [even elements..., odd elements...] so one VL-byte load yields low nibbles = evens, high = odds.
-static void permute_for_q4(const float* x, int64_t K, float* xp) {
-  for (int64_t blk = 0; blk < K; blk += 2 * VL)
+// Rows of W per GEMV tile: every x load feeds R weight rows, and R x MB accumulator sets stay in
+// registers (32 vector registers with AVX-512, 16 otherwise).
+template <int MB>
+struct GemvRows {
+  static constexpr int R = MB == 1 ? 4 : VL >= 16 ? (MB == 2 ? 4 : 2) : (MB == 2 ? 2 : 1);
+};
+
+// x reordered for the pair-packed layouts: each block of 2*VL elements becomes [evens..., odds...], so
+// the low/high nibbles of VL packed 4-bit bytes, or the low/high halves of VL u32 words of bf16 pairs,
+// meet their x values in one aligned vector each. A tail shorter than 2*VL is copied unchanged.
+static void permute_pairs(const float* x, int64_t K, float* xp) {
+  int64_t blk = 0;
+  for (; blk + 2 * VL <= K; blk += 2 * VL)
     for (int j = 0; j < VL; j++) {
       xp[blk + j] = x[blk + 2 * j];
       xp[blk + VL + j] = x[blk + 2 * j + 1];
     }
+  for (; blk < K; blk++) xp[blk] = x[blk];
 }
 
-// Quantized GEMV. For 4/8-bit codes the inner loop accumulates sum(q * x) per group in vector lanes
-// and applies the group's scale once per group; the bias term is bias * sum(x over the group), with
-// the per-group sums of x precomputed once per call (xsum). This keeps the hot loop at
-// convert + fma per VL codes, with no per-element dequantization.
+// 2*VL float weights of a row from element k. BF16 yields (even elements, odd elements) of the block
+// with one shift and one mask (x must be permute_pairs'd); F32/F16 yield the two halves in order.
+template <int DT, bool PAIRS = true>
+static inline void wload2(const uint8_t* row, int64_t k, vf& w0, vf& w1) {
+  if (DT == kBF16 && !PAIRS) {
+    w0 = load_bf16(row + 2 * k);
+    w1 = load_bf16(row + 2 * k + 2 * VL);
+  } else if (DT == kF32) {
+    w0 = vload(reinterpret_cast<const float*>(row) + k);
+    w1 = vload(reinterpret_cast<const float*>(row) + k + VL);
+  } else if (DT == kBF16) {
+    vu u;
+    std::memcpy(&u, row + 2 * k, sizeof u);
+    w0 = as_f(u << 16);
+    w1 = as_f(u & 0xffff0000u);
+  } else {
+    w0 = load_f16(row + 2 * k);
+    w1 = load_f16(row + 2 * k + 2 * VL);
+  }
+}
+
+// GEMV tile over float weights: rows [n, n + R) of W against MB rows of x. xs is x as the weight layout
+// wants it (permute_pairs'd for BF16 when PAIRS); x is the original, used for the tail.
+template <int DT, int MB, int R, bool PAIRS = true>
+static void gemv_float_tile(const float* xs, const float* x, int64_t K, const WeightRef& w, const float* bias,
+                            float* y, int64_t N, int64_t n) {
+  constexpr int64_t esz = DT == kF32 ? 4 : 2;
+  const uint8_t* rows[R];
+  for (int r = 0; r < R; r++) rows[r] = w.data + (n + r) * K * esz;
+  vf acc[R][MB][2];
+  for (int r = 0; r < R; r++)
+    for (int m = 0; m < MB; m++) acc[r][m][0] = acc[r][m][1] = vsplat(0.f);
+  int64_t k = 0;
+  for (; k + 2 * VL <= K; k += 2 * VL) {
+    vf xa[MB], xb[MB];
+    for (int m = 0; m < MB; m++) {
+      xa[m] = vload(xs + m * K + k);
+      xb[m] = vload(xs + m * K + k + VL);
+    }
+    for (int r = 0; r < R; r++) {
+      vf w0, w1;
+      wload2<DT, PAIRS>(rows[r], k, w0, w1);
+      for (int m = 0; m < MB; m++) {
+        acc[r][m][0] += w0 * xa[m];
+        acc[r][m][1] += w1 * xb[m];
+      }
+    }
+  }
+  for (int r = 0; r < R; r++)
+    for (int m = 0; m < MB; m++) {
+      float s = hsum(acc[r][m][0] + acc[r][m][1]);
+      for (int64_t kk = k; kk < K; kk++) s += load_scalar(rows[r], DT, kk) * x[m * K + kk];
+      y[m * N + n + r] = bias ? s + bias[n + r] : s;
+    }
+}
+
+// Quantized GEMV. y_r = sum_g ( s[r,g] * sum_{c in g} q[r,c] x[c] ) + sum_g b[r,g] * xsum[g]: the hot
+// loop accumulates q * x per group in vector lanes and applies the group's scale once; the bias half is
+// one short dot product per row against the per-group sums of x (xsum), precomputed once per call.
 template <int SD>
 static inline float scale_t(const uint8_t* p, int64_t i) {
   if (SD == kF32) { float f; std::memcpy(&f, p + 4 * i, 4); return f; }
@@ -237,92 +310,377 @@ static inline float scale_t(const uint8_t* p, int64_t i) {
   return SD == kBF16 ? bf16_to_f32(h) : f16_to_f32(h);
 }
 
-template <int MB, int SD>
-static void gemv_q_rows(const float* xp, const float* xsum, int64_t K, const WeightRef& w, const float* bias, float* y,
-                        int64_t N, int64_t n0, int64_t n1) {
-  const int64_t gpr = K / w.group;
-  const int64_t row_bytes = K * w.bits / 8;
-  const bool fast4 = w.bits == 4 && w.group % (2 * VL) == 0;
-  const bool fast8 = w.bits == 8 && w.group % VL == 0;
-  float tmp[128];
-  for (int64_t n = n0; n < n1; n++) {
-    const uint8_t* row = w.data + n * row_bytes;
-    vf acc[MB];
-    float bacc[MB];
-    for (int m = 0; m < MB; m++) { acc[m] = vsplat(0.f); bacc[m] = 0.f; }
-    for (int64_t g = 0; g < gpr; g++) {
-      const float sg = scale_t<SD>(w.scales, n * gpr + g);
-      const float bg = scale_t<SD>(w.biases, n * gpr + g);
-      const int64_t c0 = g * w.group;
-      if (fast4 || fast8) {
-        vf qa[MB];
-        for (int m = 0; m < MB; m++) qa[m] = vsplat(0.f);
-        if (fast4) {
-          for (int64_t c = c0; c < c0 + w.group; c += 2 * VL) {
-            vf lo, hi;
-            decode_q4(row + (c >> 1), lo, hi);
-            for (int m = 0; m < MB; m++) qa[m] += lo * vload(xp + m * K + c) + hi * vload(xp + m * K + c + VL);
-          }
+// sum_{i < n} b[off + i] * xs[i] with b in dtype SD.
+template <int SD>
+static inline float scales_dot(const uint8_t* b, int64_t off, const float* xs, int64_t n) {
+  vf a = vsplat(0.f);
+  int64_t i = 0;
+  for (; i + VL <= n; i += VL) a += load_any(b, SD, off + i) * vload(xs + i);
+  float s = hsum(a);
+  for (; i < n; i++) s += scale_t<SD>(b, off + i) * xs[i];
+  return s;
+}
+
+// 4- and 8-bit tile: rows [n, n + R). For 4-bit, xs is permute_pairs'd (low nibbles = even elements).
+// Requires group % (2 * VL) == 0.
+template <int BITS, int SD, int MB, int R>
+static void gemv_q_tile(const float* xs, const float* xsum, int64_t K, const WeightRef& w, const float* bias,
+                        float* y, int64_t N, int64_t n) {
+  const int64_t G = w.group, gpr = K / G, row_bytes = K * BITS / 8;
+  const uint8_t* rows[R];
+  for (int r = 0; r < R; r++) rows[r] = w.data + (n + r) * row_bytes;
+  vf acc[R][MB];
+  for (int r = 0; r < R; r++)
+    for (int m = 0; m < MB; m++) acc[r][m] = vsplat(0.f);
+  for (int64_t g = 0; g < gpr; g++) {
+    vf qa[R][MB];
+    for (int r = 0; r < R; r++)
+      for (int m = 0; m < MB; m++) qa[r][m] = vsplat(0.f);
+    for (int64_t c = g * G; c < (g + 1) * G; c += 2 * VL) {
+      vf xa[MB], xb[MB];
+      for (int m = 0; m < MB; m++) {
+        xa[m] = vload(xs + m * K + c);
+        xb[m] = vload(xs + m * K + c + VL);
+      }
+      for (int r = 0; r < R; r++) {
+        vf lo, hi;
+        if (BITS == 4) {
+          decode_q4(rows[r] + (c >> 1), lo, hi);
         } else {
-          for (int64_t c = c0; c < c0 + w.group; c += VL) {
-            const vf q = decode_q8(row + c);
-            for (int m = 0; m < MB; m++) qa[m] += q * vload(xp + m * K + c);
-          }
+          lo = decode_q8(rows[r] + c);
+          hi = decode_q8(rows[r] + c + VL);
         }
         for (int m = 0; m < MB; m++) {
-          acc[m] += qa[m] * sg;
-          bacc[m] += bg * xsum[m * gpr + g];
-        }
-      } else {
-        dequant_row_range(w, n, c0, w.group, tmp);
-        for (int64_t c = 0; c < w.group; c += VL) {
-          vf wv = vload(tmp + c);
-          for (int m = 0; m < MB; m++) acc[m] += wv * vload(xp + m * K + c0 + c);
+          qa[r][m] += lo * xa[m];
+          qa[r][m] += hi * xb[m];
         }
       }
     }
-    for (int m = 0; m < MB; m++) {
-      float v = hsum(acc[m]) + bacc[m];
-      y[m * N + n] = bias ? v + bias[n] : v;
+    for (int r = 0; r < R; r++) {
+      const float s = scale_t<SD>(w.scales, (n + r) * gpr + g);
+      for (int m = 0; m < MB; m++) acc[r][m] += qa[r][m] * s;
     }
+  }
+  for (int r = 0; r < R; r++)
+    for (int m = 0; m < MB; m++) {
+      const float v = hsum(acc[r][m]) + scales_dot<SD>(w.biases, (n + r) * gpr, xsum + m * gpr, gpr);
+      y[m * N + n + r] = bias ? v + bias[n + r] : v;
+    }
+}
+
+// Any bit width / group: dequantizes one group of one row at a time into registers' worth of scratch.
+template <int MB>
+static void gemv_q_generic_row(const float* x, int64_t K, const WeightRef& w, const float* bias, float* y,
+                               int64_t N, int64_t n) {
+  float tmp[128];
+  vf acc[MB];
+  float tail[MB];
+  for (int m = 0; m < MB; m++) { acc[m] = vsplat(0.f); tail[m] = 0.f; }
+  const int64_t G = w.group;
+  for (int64_t c0 = 0; c0 < K; c0 += G) {
+    dequant_row_range(w, n, c0, G, tmp);
+    int64_t c = 0;
+    for (; c + VL <= G; c += VL) {
+      const vf wv = vload(tmp + c);
+      for (int m = 0; m < MB; m++) acc[m] += wv * vload(x + m * K + c0 + c);
+    }
+    for (; c < G; c++)
+      for (int m = 0; m < MB; m++) tail[m] += tmp[c] * x[m * K + c0 + c];
+  }
+  for (int m = 0; m < MB; m++) {
+    const float v = hsum(acc[m]) + tail[m];
+    y[m * N + n] = bias ? v + bias[n] : v;
   }
 }
 
+// Row-range GEMV entry points for other kernels (moe_impl.h): rows [n0, n1) of W against MB rows of x,
+// y indexed by absolute row. gemv_float_rows takes x as is. gemv_q_rows takes x permute_for_q4'd when
+// bits == 4 and group % (2 * VL) == 0 (x as is otherwise) and the per-group sums of x.
+static inline void permute_for_q4(const float* x, int64_t K, float* xp) { permute_pairs(x, K, xp); }
+
+template <int MB>
+static void gemv_float_rows(const float* x, int64_t K, const WeightRef& w, const float* bias, float* y, int64_t N,
+                            int64_t n0, int64_t n1) {
+  constexpr int R = GemvRows<MB>::R;
+  auto run = [&](auto dt) {
+    constexpr int DT = decltype(dt)::value;
+    row_tiles<R>(n0, n1, [&](int64_t n) { gemv_float_tile<DT, MB, R, false>(x, x, K, w, bias, y, N, n); },
+                 [&](int64_t n) { gemv_float_tile<DT, MB, 1, false>(x, x, K, w, bias, y, N, n); });
+  };
+  if (w.dtype == kBF16) run(std::integral_constant<int, kBF16>());
+  else if (w.dtype == kF16) run(std::integral_constant<int, kF16>());
+  else run(std::integral_constant<int, kF32>());
+}
+
+template <int MB, int SD>
+static void gemv_q_rows(const float* xp, const float* xsum, int64_t K, const WeightRef& w, const float* bias, float* y,
+                        int64_t N, int64_t n0, int64_t n1) {
+  constexpr int R = GemvRows<MB>::R;
+  const bool fast = (w.bits == 4 || w.bits == 8) && w.group % (2 * VL) == 0;
+  if (fast && w.bits == 4)
+    row_tiles<R>(n0, n1, [&](int64_t n) { gemv_q_tile<4, SD, MB, R>(xp, xsum, K, w, bias, y, N, n); },
+                 [&](int64_t n) { gemv_q_tile<4, SD, MB, 1>(xp, xsum, K, w, bias, y, N, n); });
+  else if (fast)
+    row_tiles<R>(n0, n1, [&](int64_t n) { gemv_q_tile<8, SD, MB, R>(xp, xsum, K, w, bias, y, N, n); },
+                 [&](int64_t n) { gemv_q_tile<8, SD, MB, 1>(xp, xsum, K, w, bias, y, N, n); });
+  else
+    for (int64_t n = n0; n < n1; n++) gemv_q_generic_row<MB>(xp, K, w, bias, y, N, n);
+}
+
+#if defined(__AVX512VNNI__) && MLX_VL == 16
+// ---- AVX-512 VNNI GEMV for 4- and 8-bit weights (the avx512vnni variant) ----
+// Per quantization group g, x is written as three signed 8-bit digit planes:
+//   x[c] ~= sx[g] * t[c],  t = d2*65536 + d1*256 + d0,  |t| <= 8355711,  sx[g] = max_g |x| / 8355711,
+// so each x is represented to 23 bits relative to its group's largest element (error <= 2^-24 max_g|x|,
+// one f32 rounding of that element): an f32-exact split of x, not an 8-bit activation quantization.
+// sum q*x over a 64-byte chunk of codes is then three vpdpbusd (u8 codes x s8 digits -> i32) per code
+// vector, combined in i32 and converted to f32 once per chunk, replacing the per-code u8 -> f32
+// conversions that bound the f32 path. The result matches the f32 path to f32 rounding.
+constexpr int kPlaneT = 8355711;  // 127 * 65536 + 127 * 256 + 127
+
+static inline void plane_digits(__m512i t, __m512i& d2, __m512i& d1, __m512i& d0) {
+  const __m512i k128 = _mm512_set1_epi32(128), k255 = _mm512_set1_epi32(255);
+  d0 = _mm512_sub_epi32(_mm512_and_si512(_mm512_add_epi32(t, k128), k255), k128);
+  const __m512i t1 = _mm512_srai_epi32(_mm512_sub_epi32(t, d0), 8);
+  d1 = _mm512_sub_epi32(_mm512_and_si512(_mm512_add_epi32(t1, k128), k255), k128);
+  d2 = _mm512_srai_epi32(_mm512_sub_epi32(t1, d1), 8);
+}
+
+// Writes the digit planes of one x row. Per chunk of CW codes (one 64-byte load of packed weights: 128
+// codes for 4-bit, 64 for 8-bit) the planes are [d2 | d1 | d0], CW bytes each; for 4-bit each plane is
+// [64 even-position elements | 64 odd-position elements], matching the low / high nibble vectors.
+// Returns false when x holds a non-finite value (the caller then uses the f32 path, which propagates it).
+static bool vnni_prepare(const float* x, int64_t K, int G, int bits, int8_t* planes, float* sx) {
+  const int64_t gpr = K / G;
+  const int CW = bits == 4 ? 128 : 64;
+  const __m512 inf = _mm512_set1_ps(INFINITY);
+  const __m512i tmax = _mm512_set1_epi32(kPlaneT), tmin = _mm512_set1_epi32(-kPlaneT);
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  for (int64_t g = 0; g < gpr; g++) {
+    const float* xg = x + g * G;
+    __m512 mx = _mm512_setzero_ps();
+    __mmask16 bad = 0;
+    for (int c = 0; c < G; c += 16) {
+      const __m512 a = _mm512_abs_ps(_mm512_loadu_ps(xg + c));
+      bad |= _mm512_cmp_ps_mask(a, inf, _CMP_NLT_UQ);  // |x| >= inf, or NaN
+      mx = _mm512_max_ps(mx, a);
+    }
+    if (bad) return false;
+    const float m = _mm512_reduce_max_ps(mx);
+    sx[g] = m / float(kPlaneT);
+    const __m512 inv = _mm512_set1_ps(m > 0.f ? float(kPlaneT) / m : 0.f);
+    for (int c = 0; c < G; c += 32) {
+      const int64_t e = g * G + c;  // element index of this 32-element block
+      __m512i ta = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + e), inv));
+      __m512i tb = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + e + 16), inv));
+      ta = _mm512_min_epi32(_mm512_max_epi32(ta, tmin), tmax);
+      tb = _mm512_min_epi32(_mm512_max_epi32(tb, tmin), tmax);
+      int8_t* base = planes + (e / CW) * 3 * CW;
+      const int64_t cc = e % CW;
+      __m512i d2, d1, d0;
+      if (bits == 4) {
+        const __m512i ev = _mm512_permutex2var_epi32(ta, even, tb);
+        const __m512i od = _mm512_permutex2var_epi32(ta, odd, tb);
+        const int64_t j = cc / 2;
+        plane_digits(ev, d2, d1, d0);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 0 * 128 + j), _mm512_cvtepi32_epi8(d2));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 1 * 128 + j), _mm512_cvtepi32_epi8(d1));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 2 * 128 + j), _mm512_cvtepi32_epi8(d0));
+        plane_digits(od, d2, d1, d0);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 0 * 128 + 64 + j), _mm512_cvtepi32_epi8(d2));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 1 * 128 + 64 + j), _mm512_cvtepi32_epi8(d1));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 2 * 128 + 64 + j), _mm512_cvtepi32_epi8(d0));
+      } else {
+        plane_digits(ta, d2, d1, d0);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 0 * 64 + cc), _mm512_cvtepi32_epi8(d2));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 1 * 64 + cc), _mm512_cvtepi32_epi8(d1));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 2 * 64 + cc), _mm512_cvtepi32_epi8(d0));
+        plane_digits(tb, d2, d1, d0);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 0 * 64 + cc + 16), _mm512_cvtepi32_epi8(d2));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 1 * 64 + cc + 16), _mm512_cvtepi32_epi8(d1));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 2 * 64 + cc + 16), _mm512_cvtepi32_epi8(d0));
+      }
+    }
+  }
+  return true;
+}
+
+// 16 scales (or fewer, masked) from element i of a [.., groups] scale row in dtype SD, as f32.
+template <int SD>
+static inline __m512 load_scales16(const uint8_t* p, int64_t i, __mmask16 m) {
+  if (SD == kF32) return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(p) + i);
+  const __m256i h = _mm256_maskz_loadu_epi16(m, p + 2 * i);
+  if (SD == kBF16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  return _mm512_cvtph_ps(h);
+}
+
+// VNNI tile: rows [n, n + R) against MB prepared x rows. Groups are taken 16 at a time: their scales
+// times the x group scales form one f32 vector f, and each chunk's lanes pick their group's factor from
+// f with one permute (a lane holds 8 (4-bit) or 4 (8-bit) consecutive codes, always of one group).
+template <int BITS, int SD, int MB, int R>
+static void gemv_vnni_tile(const int8_t* planes, const float* sx, const float* xsum, int64_t K, const WeightRef& w,
+                           const float* bias, float* y, int64_t N, int64_t n) {
+  constexpr int CW = BITS == 4 ? 128 : 64;  // codes per 64-byte chunk
+  constexpr int PB = 3 * CW;                // plane bytes per chunk
+  constexpr int LC = BITS == 4 ? 8 : 4;     // codes per i32 lane
+  const int G = w.group;
+  const __m128i gshift = _mm_cvtsi32_si128(G == 32 ? 5 : G == 64 ? 6 : 7);
+  const int64_t gpr = K / G, row_bytes = K * BITS / 8, xplane = (K / CW) * PB;
+  const uint8_t* rows[R];
+  for (int r = 0; r < R; r++) rows[r] = w.data + (n + r) * row_bytes;
+  const __m512i lanes = _mm512_setr_epi32(0, LC, 2 * LC, 3 * LC, 4 * LC, 5 * LC, 6 * LC, 7 * LC, 8 * LC, 9 * LC,
+                                          10 * LC, 11 * LC, 12 * LC, 13 * LC, 14 * LC, 15 * LC);
+  const __m512i nib = _mm512_set1_epi8(0x0f);
+  const __m512i zero = _mm512_setzero_si512();
+  __m512 acc[R][MB], acc2[R][MB];
+  for (int r = 0; r < R; r++)
+    for (int m = 0; m < MB; m++) acc[r][m] = acc2[r][m] = _mm512_setzero_ps();
+  for (int64_t gb = 0; gb < gpr; gb += 16) {
+    const int ng = int(std::min<int64_t>(16, gpr - gb));
+    const __mmask16 gm = __mmask16((1u << ng) - 1u);
+    __m512 f[R][MB];
+    for (int r = 0; r < R; r++) {
+      const __m512 s = load_scales16<SD>(w.scales, (n + r) * gpr + gb, gm);
+      for (int m = 0; m < MB; m++) f[r][m] = _mm512_mul_ps(s, _mm512_maskz_loadu_ps(gm, sx + m * gpr + gb));
+    }
+    const int64_t nch = int64_t(ng) * G / CW;
+    for (int64_t i = 0; i < nch; i++) {
+      const int64_t c = gb * G + i * CW;
+      const __m512i idx = _mm512_srl_epi32(_mm512_add_epi32(_mm512_set1_epi32(int(i * CW)), lanes), gshift);
+      const int8_t* P[MB];
+      for (int m = 0; m < MB; m++) P[m] = planes + m * xplane + (c / CW) * PB;
+      for (int r = 0; r < R; r++) {
+        const __m512i v = _mm512_loadu_si512(rows[r] + c * BITS / 8);
+        if (BITS == 4) {
+          const __m512i lo = _mm512_and_si512(v, nib);
+          const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+          for (int m = 0; m < MB; m++) {
+            const int8_t* p = P[m];
+            __m512i a2 = _mm512_dpbusd_epi32(zero, lo, _mm512_loadu_si512(p + 0));
+            a2 = _mm512_dpbusd_epi32(a2, hi, _mm512_loadu_si512(p + 64));
+            __m512i a1 = _mm512_dpbusd_epi32(zero, lo, _mm512_loadu_si512(p + 128));
+            a1 = _mm512_dpbusd_epi32(a1, hi, _mm512_loadu_si512(p + 192));
+            __m512i a0 = _mm512_dpbusd_epi32(zero, lo, _mm512_loadu_si512(p + 256));
+            a0 = _mm512_dpbusd_epi32(a0, hi, _mm512_loadu_si512(p + 320));
+            // |a2| <= 8 * 15 * 128 = 15360, so a2 << 16 and the sum stay inside i32.
+            const __m512i a = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(a2, 16), _mm512_slli_epi32(a1, 8)), a0);
+            acc[r][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), _mm512_permutexvar_ps(idx, f[r][m]), acc[r][m]);
+          }
+        } else {
+          for (int m = 0; m < MB; m++) {
+            const int8_t* p = P[m];
+            const __m512i a2 = _mm512_dpbusd_epi32(zero, v, _mm512_loadu_si512(p + 0));
+            const __m512i a1 = _mm512_dpbusd_epi32(zero, v, _mm512_loadu_si512(p + 64));
+            const __m512i a0 = _mm512_dpbusd_epi32(zero, v, _mm512_loadu_si512(p + 128));
+            // 8-bit codes: a2 << 16 could overflow i32, so the top digit plane is accumulated apart.
+            const __m512 fac = _mm512_permutexvar_ps(idx, f[r][m]);
+            acc[r][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_slli_epi32(a1, 8), a0)), fac, acc[r][m]);
+            acc2[r][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a2), fac, acc2[r][m]);
+          }
+        }
+      }
+    }
+  }
+  for (int r = 0; r < R; r++)
+    for (int m = 0; m < MB; m++) {
+      __m512 t = acc[r][m];
+      if (BITS == 8) t = _mm512_fmadd_ps(acc2[r][m], _mm512_set1_ps(65536.f), t);
+      const float v = _mm512_reduce_add_ps(t) + scales_dot<SD>(w.biases, (n + r) * gpr, xsum + m * gpr, gpr);
+      y[m * N + n + r] = bias ? v + bias[n + r] : v;
+    }
+}
+#endif  // AVX-512 VNNI
+
 template <int MB>
 static void gemv_block(const float* x, const WeightRef& w, const float* bias, float* y) {
+  constexpr int R = GemvRows<MB>::R;
   const int64_t K = w.cols, N = w.rows;
-  const float* xs = x;
-  std::unique_ptr<float[]> xp;
+  static thread_local Scratch s_xp, s_xsum;
   const bool quant = w.dtype == kQAffine;
-  std::unique_ptr<float[]> xsum;
-  if (quant && w.bits == 4 && w.group % (2 * VL) == 0) {
-    xp.reset(new float[size_t(MB * K)]);
-    for (int m = 0; m < MB; m++) permute_for_q4(x + m * K, K, xp.get() + m * K);
-    xs = xp.get();
+  const int64_t gpr = quant ? K / w.group : 0;
+  bool vnni = false;
+  const int8_t* planes = nullptr;
+  const float* sx = nullptr;
+#if defined(__AVX512VNNI__) && MLX_VL == 16
+  static thread_local Scratch s_planes, s_sx;
+  if (quant && ((w.bits == 4 && K % 128 == 0) || (w.bits == 8 && K % 64 == 0))) {
+    int8_t* pl = s_planes.get<int8_t>(size_t(MB * K * 3));
+    float* sc = s_sx.get<float>(size_t(MB * gpr));
+    vnni = true;
+    for (int m = 0; m < MB && vnni; m++)
+      vnni = vnni_prepare(x + m * K, K, w.group, w.bits, pl + m * K * 3, sc + m * gpr);
+    planes = pl;
+    sx = sc;
   }
+#endif
+  const bool fast_q = quant && (w.bits == 4 || w.bits == 8) && w.group % (2 * VL) == 0;
+  const float* xs = x;
+  if ((!vnni && fast_q && w.bits == 4) || w.dtype == kBF16) {
+    float* xp = s_xp.get<float>(size_t(MB * K));
+    for (int m = 0; m < MB; m++) permute_pairs(x + m * K, K, xp + m * K);
+    xs = xp;
+  }
+  const float* xsum = nullptr;
   if (quant) {
-    const int64_t gpr = K / w.group;
-    xsum.reset(new float[size_t(MB * gpr)]);
+    float* t = s_xsum.get<float>(size_t(MB * gpr));
     for (int m = 0; m < MB; m++)
       for (int64_t g = 0; g < gpr; g++) {
-        float t = 0.f;
-        for (int64_t c = g * w.group; c < (g + 1) * w.group; c++) t += x[m * K + c];
-        xsum[m * gpr + g] = t;
+        vf a = vsplat(0.f);
+        float s = 0.f;
+        const float* xg = x + m * K + g * w.group;
+        int c = 0;
+        for (; c + VL <= w.group; c += VL) a += vload(xg + c);
+        for (; c < w.group; c++) s += xg[c];
+        t[m * gpr + g] = hsum(a) + s;
       }
+    xsum = t;
   }
   // Grain: enough rows per task that each task streams >= ~64 KB of weights.
   const int64_t row_bytes = quant ? K * w.bits / 8 : K * (w.dtype == kF32 ? 4 : 2);
-  const int64_t grain = std::max<int64_t>(4, (64 * 1024) / std::max<int64_t>(1, row_bytes));
+  const int64_t grain = std::max<int64_t>(R, (64 * 1024) / std::max<int64_t>(1, row_bytes));
+  const int sd = w.scale_dtype;
   parallel_for(N, grain, [&](int64_t n0, int64_t n1) {
-    if (quant) {
-      if (w.scale_dtype == kBF16) gemv_q_rows<MB, kBF16>(xs, xsum.get(), K, w, bias, y, N, n0, n1);
-      else if (w.scale_dtype == kF16) gemv_q_rows<MB, kF16>(xs, xsum.get(), K, w, bias, y, N, n0, n1);
-      else gemv_q_rows<MB, kF32>(xs, xsum.get(), K, w, bias, y, N, n0, n1);
+    if (!quant) {
+      auto run = [&](auto dt) {
+        constexpr int DT = decltype(dt)::value;
+        row_tiles<R>(n0, n1, [&](int64_t n) { gemv_float_tile<DT, MB, R>(xs, x, K, w, bias, y, N, n); },
+                     [&](int64_t n) { gemv_float_tile<DT, MB, 1>(xs, x, K, w, bias, y, N, n); });
+      };
+      if (w.dtype == kBF16) run(std::integral_constant<int, kBF16>());
+      else if (w.dtype == kF16) run(std::integral_constant<int, kF16>());
+      else run(std::integral_constant<int, kF32>());
+      return;
     }
-    else {
-      gemv_float_rows<MB>(xs, K, w, bias, y, N, n0, n1);
-    }
+    auto run_q = [&](auto sdc) {
+      constexpr int SD = decltype(sdc)::value;
+#if defined(__AVX512VNNI__) && MLX_VL == 16
+      if (vnni) {
+        if (w.bits == 4)
+          row_tiles<R>(n0, n1, [&](int64_t n) { gemv_vnni_tile<4, SD, MB, R>(planes, sx, xsum, K, w, bias, y, N, n); },
+                       [&](int64_t n) { gemv_vnni_tile<4, SD, MB, 1>(planes, sx, xsum, K, w, bias, y, N, n); });
+        else
+          row_tiles<R>(n0, n1, [&](int64_t n) { gemv_vnni_tile<8, SD, MB, R>(planes, sx, xsum, K, w, bias, y, N, n); },
+                       [&](int64_t n) { gemv_vnni_tile<8, SD, MB, 1>(planes, sx, xsum, K, w, bias, y, N, n); });
+        return;
+      }
+#endif
+      if (fast_q && w.bits == 4)
+        row_tiles<R>(n0, n1, [&](int64_t n) { gemv_q_tile<4, SD, MB, R>(xs, xsum, K, w, bias, y, N, n); },
+                     [&](int64_t n) { gemv_q_tile<4, SD, MB, 1>(xs, xsum, K, w, bias, y, N, n); });
+      else if (fast_q)
+        row_tiles<R>(n0, n1, [&](int64_t n) { gemv_q_tile<8, SD, MB, R>(xs, xsum, K, w, bias, y, N, n); },
+                     [&](int64_t n) { gemv_q_tile<8, SD, MB, 1>(xs, xsum, K, w, bias, y, N, n); });
+      else
+        for (int64_t n = n0; n < n1; n++) gemv_q_generic_row<MB>(x, K, w, bias, y, N, n);
+    };
+    if (sd == kBF16) run_q(std::integral_constant<int, kBF16>());
+    else if (sd == kF16) run_q(std::integral_constant<int, kF16>());
+    else run_q(std::integral_constant<int, kF32>());
   });
+  (void)planes;
+  (void)sx;
+  (void)vnni;
 }
 
 // GEMM micro-kernel: acc[MR][2 vectors] += x[m, k] * Wp[k, 0..NB) over kc steps.

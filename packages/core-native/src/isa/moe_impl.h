@@ -146,6 +146,174 @@ static void moe_gather(const MoeArgs& a) {
   });
 }
 
+// ---------------------------------------------------------------------------------------------
+// Grouped GEMM: y[m, n] = x[m, :] . W[n, :] for several (x block, expert weight) jobs in one parallel
+// region. Dot-product form: a micro-kernel keeps MR x NR vector accumulators over k, reading x rows
+// and W rows as stored along k. W rows are dequantized a k-chunk at a time into an L1 buffer with
+// vector decodes (f32 rows are read in place), so, unlike a packed outer-product GEMM, no transpose
+// is needed; 4-bit rows decode to the even/odd-permuted order of permute_for_q4 and x is permuted
+// the same way (moe_gemm_permutes). Vector partial sums live in a per-task buffer across k-chunks
+// and are reduced once at the end.
+
+constexpr int kDotMR = VL >= 16 ? 4 : 3;            // x rows per micro-kernel (register budget:
+constexpr int kDotNR = VL >= 16 ? 4 : 3;            // MR*NR accumulators + NR + 1 live vectors)
+constexpr int64_t kDotNB = 4 * kDotNR;              // W rows per task
+constexpr int64_t kDotKC = 512;                     // k per chunk (multiple of every group size)
+constexpr int64_t kDotMB = 128;                     // max x rows per task
+constexpr int64_t kGemvRowsMax = 2 * kGemvMaxM;     // jobs this small use matmul's GEMV path instead
+
+struct MoeGemmJob {
+  const float* x;  // [m, K], permuted when moe_gemm_permutes(w)
+  const float* xn; // the same rows in natural order (for the GEMV fallback)
+  int64_t m;
+  WeightRef w;     // [N, K]
+  float* y;        // [m, N]
+};
+
+static inline bool moe_gemm_permutes(const WeightRef& w) { return w.dtype == kQAffine && w.bits == 4 && w.group % (2 * VL) == 0; }
+
+// Row n, columns [k0, k0 + kn) of W as f32 in the order the matching x is stored. Returns a pointer
+// into W itself for f32 weights.
+static const float* moe_dot_wrow(const WeightRef& w, int64_t n, int64_t k0, int64_t kn, float* buf) {
+  const int64_t K = w.cols;
+  if (w.dtype == kF32) return reinterpret_cast<const float*>(w.data) + n * K + k0;
+  if (w.dtype != kQAffine) { float_row_range(w, n, k0, kn, buf); return buf; }
+  const int64_t gpr = K / w.group;
+  const uint8_t* row = w.data + n * (K * w.bits / 8);
+  if (moe_gemm_permutes(w) || (w.bits == 8 && w.group % VL == 0)) {
+    for (int64_t c0 = k0; c0 < k0 + kn; c0 += w.group) {
+      const vf s = vsplat(load_scalar(w.scales, w.scale_dtype, n * gpr + c0 / w.group));
+      const vf b = vsplat(load_scalar(w.biases, w.scale_dtype, n * gpr + c0 / w.group));
+      float* o = buf + (c0 - k0);
+      if (w.bits == 4) {
+        for (int64_t c = 0; c < w.group; c += 2 * VL) {
+          vf lo, hi;
+          decode_q4(row + ((c0 + c) >> 1), lo, hi);
+          vstore(o + c, lo * s + b);
+          vstore(o + c + VL, hi * s + b);
+        }
+      } else {
+        for (int64_t c = 0; c < w.group; c += VL) vstore(o + c, decode_q8(row + c0 + c) * s + b);
+      }
+    }
+    return buf;
+  }
+  dequant_row_range(w, n, k0, kn, buf);
+  return buf;
+}
+
+// acc[m][n] (VL floats each, row stride NBv vectors) += x rows . W rows over kv (a multiple of VL).
+template <int MR, int NR>
+static void moe_dot_micro(const float* const* xr, const float* const* wr, int64_t kv, float* acc, int64_t ld) {
+  vf a[MR][NR];
+  for (int m = 0; m < MR; m++)
+    for (int n = 0; n < NR; n++) a[m][n] = vload(acc + (m * ld + n) * VL);
+  for (int64_t k = 0; k < kv; k += VL) {
+    vf wv[NR];
+    for (int n = 0; n < NR; n++) wv[n] = vload(wr[n] + k);
+    for (int m = 0; m < MR; m++) {
+      const vf xv = vload(xr[m] + k);
+      for (int n = 0; n < NR; n++) a[m][n] += xv * wv[n];
+    }
+  }
+  for (int m = 0; m < MR; m++)
+    for (int n = 0; n < NR; n++) vstore(acc + (m * ld + n) * VL, a[m][n]);
+}
+
+template <int MR>
+static void moe_dot_micro_n(int nr, const float* const* xr, const float* const* wr, int64_t kv, float* acc, int64_t ld) {
+  switch (nr) {
+    case 4: if constexpr (kDotNR >= 4) { moe_dot_micro<MR, 4>(xr, wr, kv, acc, ld); } break;
+    case 3: moe_dot_micro<MR, 3>(xr, wr, kv, acc, ld); break;
+    case 2: moe_dot_micro<MR, 2>(xr, wr, kv, acc, ld); break;
+    default: moe_dot_micro<MR, 1>(xr, wr, kv, acc, ld); break;
+  }
+}
+
+static void moe_dot_block(int mr, int nr, const float* const* xr, const float* const* wr, int64_t kv, float* acc, int64_t ld) {
+  switch (mr) {
+    case 4: if constexpr (kDotMR >= 4) { moe_dot_micro_n<4>(nr, xr, wr, kv, acc, ld); } break;
+    case 3: moe_dot_micro_n<3>(nr, xr, wr, kv, acc, ld); break;
+    case 2: moe_dot_micro_n<2>(nr, xr, wr, kv, acc, ld); break;
+    default: moe_dot_micro_n<1>(nr, xr, wr, kv, acc, ld); break;
+  }
+}
+
+// One task: rows [m0, m1) of job j against W rows [n0, n1).
+static void moe_dot_task(const MoeGemmJob& j, int64_t m0, int64_t m1, int64_t n0, int64_t n1, float* wbuf, float* acc) {
+  const WeightRef& w = j.w;
+  const int64_t K = w.cols, N = w.rows, nb = n1 - n0, mb = m1 - m0;
+  const int64_t ld = kDotNB;  // acc row stride in vectors
+  for (int64_t i = 0; i < mb * ld * VL; i++) acc[i] = 0.f;
+  const float* wr[kDotNB];
+  for (int64_t k0 = 0; k0 < K; k0 += kDotKC) {
+    const int64_t kn = k0 + kDotKC < K ? kDotKC : K - k0;
+    const int64_t kv = kn - kn % VL;
+    for (int64_t n = 0; n < nb; n++) wr[n] = moe_dot_wrow(w, n0 + n, k0, kn, wbuf + n * kDotKC);
+    for (int64_t m = 0; m < mb; m += kDotMR) {
+      const int mr = int(mb - m < kDotMR ? mb - m : kDotMR);
+      const float* xr[kDotMR];
+      for (int r = 0; r < mr; r++) xr[r] = j.x + (m0 + m + r) * K + k0;
+      for (int64_t n = 0; n < nb; n += kDotNR) {
+        const int nr = int(nb - n < kDotNR ? nb - n : kDotNR);
+        float* ac = acc + (m * ld + n) * VL;
+        moe_dot_block(mr, nr, xr, wr + n, kv, ac, ld);
+        if (kv < kn)  // odd K (float weights only): the scalar tail goes into lane 0
+          for (int r = 0; r < mr; r++)
+            for (int c = 0; c < nr; c++) {
+              float t = 0.f;
+              for (int64_t k = kv; k < kn; k++) t += xr[r][k] * wr[n + c][k];
+              ac[(r * ld + c) * VL] += t;
+            }
+      }
+    }
+  }
+  for (int64_t m = 0; m < mb; m++)
+    for (int64_t n = 0; n < nb; n++) j.y[(m0 + m) * N + n0 + n] = hsum(vload(acc + (m * ld + n) * VL));
+}
+
+// Runs every job; jobs of at most kGemvRowsMax rows go through matmul's GEMV path (reading the weight
+// once per 4 rows beats dequantizing it into a buffer), the rest share one parallel region of
+// (job, row block, column block) tasks, so many small experts still keep every thread busy.
+static void moe_gemm_jobs(const MoeGemmJob* jobs, int64_t njobs) {
+  std::unique_ptr<int64_t[]> first(new int64_t[size_t(njobs + 1)]), mblocks(new int64_t[size_t(njobs)]);
+  first[0] = 0;
+  for (int64_t i = 0; i < njobs; i++) {
+    const MoeGemmJob& j = jobs[i];
+    const int64_t nblk = (j.w.rows + kDotNB - 1) / kDotNB;
+    mblocks[i] = j.m > kGemvRowsMax ? (j.m + kDotMB - 1) / kDotMB : 0;
+    first[i + 1] = first[i] + nblk * mblocks[i];
+  }
+  for (int64_t i = 0; i < njobs; i++)
+    if (jobs[i].m > 0 && mblocks[i] == 0) matmul(jobs[i].xn, jobs[i].m, jobs[i].w, nullptr, jobs[i].y);
+  if (first[njobs] == 0) return;
+  parallel_for(first[njobs], 1, [&](int64_t t0, int64_t t1) {
+    std::unique_ptr<float[]> wbuf(new float[size_t(kDotNB * kDotKC)]);
+    std::unique_ptr<float[]> acc(new float[size_t((kDotMB + kDotMR) * kDotNB * VL)]);  // + MR: rounded blocks
+    int64_t i = 0;
+    for (int64_t t = t0; t < t1; t++) {
+      while (first[i + 1] <= t) i++;
+      const MoeGemmJob& j = jobs[i];
+      const int64_t local = t - first[i], mbk = mblocks[i];
+      const int64_t nbk = local / mbk, mbi = local % mbk;
+      // Balanced row blocks (multiples of MR) rather than full blocks plus a ragged remainder.
+      int64_t per = (j.m + mbk - 1) / mbk;
+      per = (per + kDotMR - 1) / kDotMR * kDotMR;
+      const int64_t m0 = mbi * per, m1 = m0 + per < j.m ? m0 + per : j.m;
+      const int64_t n0 = nbk * kDotNB, n1 = n0 + kDotNB < j.w.rows ? n0 + kDotNB : j.w.rows;
+      if (m0 < m1) moe_dot_task(j, m0, m1, n0, n1, wbuf.get(), acc.get());
+    }
+  });
+}
+
+// x rows as a GEMM job for w reads them: permuted copy when w is a fast-path 4-bit weight.
+static const float* moe_rows_for(const WeightRef& w, const float* x, int64_t rows, int64_t K, std::unique_ptr<float[]>& holder) {
+  if (!moe_gemm_permutes(w)) return x;
+  holder.reset(new float[size_t(rows * K)]);
+  for (int64_t r = 0; r < rows; r++) permute_for_q4(x + r * K, K, holder.get() + r * K);
+  return holder.get();
+}
+
 // Pairs per grouped chunk: bounds the scratch (sorted x, gate/up, h, expert outputs) to ~256 MB while
 // keeping chunks large enough that each expert gets many rows per GEMM.
 static int64_t moe_chunk_pairs(const MoeArgs& a) {
@@ -171,21 +339,31 @@ static void moe_grouped_chunk(const MoeArgs& a, int64_t t0, int64_t t1) {
   parallel_for(P, 64, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; p++) std::memcpy(xs.get() + pos[p] * H, a.x + (t0 + p / k) * H, size_t(H) * 4);
   });
-  // Gate and up for each expert's rows: one GEMM over the fused [2I, H] block, or two.
+  std::unique_ptr<float[]> xg_hold, xu_hold;
+  const float* xg = moe_rows_for(a.gate, xs.get(), P, H, xg_hold);
+  const float* xu = moe_gemm_permutes(ex.up_all()) == moe_gemm_permutes(a.gate) ? xg : moe_rows_for(ex.up_all(), xs.get(), P, H, xu_hold);
+
+  // Gate and up for every expert's rows in one batch of jobs: one job over the fused [2I, H] block, or two.
   const int64_t GW = a.fused ? 2 * I : I;
   std::unique_ptr<float[]> g(new float[size_t(P * GW)]);
   std::unique_ptr<float[]> u(a.fused ? nullptr : new float[size_t(P * I)]);
+  std::unique_ptr<MoeGemmJob[]> jobs(new MoeGemmJob[size_t(2 * E)]);
+  int64_t nj = 0;
   for (int64_t e = 0; e < E; e++) {
-    const int64_t c = start[e + 1] - start[e];
+    const int64_t c = start[e + 1] - start[e], s0 = start[e];
     if (c == 0) continue;
-    const float* xe = xs.get() + start[e] * H;
     if (a.fused) {
-      matmul(xe, c, moe_row_view(a.gate, 2 * I * e, 2 * I), nullptr, g.get() + start[e] * GW);
+      jobs[nj++] = {xg + s0 * H, xs.get() + s0 * H, c, moe_row_view(a.gate, 2 * I * e, 2 * I), g.get() + s0 * GW};
     } else {
-      matmul(xe, c, ex.gate(int(e)), nullptr, g.get() + start[e] * I);
-      matmul(xe, c, ex.up(int(e)), nullptr, u.get() + start[e] * I);
+      jobs[nj++] = {xg + s0 * H, xs.get() + s0 * H, c, ex.gate(int(e)), g.get() + s0 * I};
+      jobs[nj++] = {xu + s0 * H, xs.get() + s0 * H, c, ex.up(int(e)), u.get() + s0 * I};
     }
   }
+  moe_gemm_jobs(jobs.get(), nj);
+  xs.reset();
+  xg_hold.reset();
+  xu_hold.reset();
+
   // h = act(gate) * up, written over the gate rows (in place for split, compacted for fused).
   std::unique_ptr<float[]> hbuf(a.fused ? new float[size_t(P * I)] : nullptr);
   float* h = a.fused ? hbuf.get() : g.get();
@@ -197,11 +375,16 @@ static void moe_grouped_chunk(const MoeArgs& a, int64_t t0, int64_t t1) {
     }
   });
   u.reset();
+  std::unique_ptr<float[]> hp_hold;
+  const float* hp = moe_rows_for(a.down, h, P, I, hp_hold);
   std::unique_ptr<float[]> ys(new float[size_t(P * H)]);
+  nj = 0;
   for (int64_t e = 0; e < E; e++) {
-    const int64_t c = start[e + 1] - start[e];
-    if (c > 0) matmul(h + start[e] * I, c, ex.down(int(e)), nullptr, ys.get() + start[e] * H);
+    const int64_t c = start[e + 1] - start[e], s0 = start[e];
+    if (c > 0) jobs[nj++] = {hp + s0 * I, h + s0 * I, c, ex.down(int(e)), ys.get() + s0 * H};
   }
+  moe_gemm_jobs(jobs.get(), nj);
+
   // Weighted unsort-and-reduce straight into the output rows, slot order as in the gather path.
   parallel_for(t1 - t0, 8, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; i++) {

@@ -19,6 +19,12 @@ import type { BatchLayout } from './batch.js';
  */
 export type SharedQueryOffset = 'forward-start' | 'owner-cache';
 
+/** Options of loadGemma3n / loadGemma4 beyond the ArchitectureDef contract. */
+export interface GemmaLoadOptions {
+  /** See SharedQueryOffset: 'owner-cache' reproduces an upstream bug, for tests only. */
+  sharedQueryOffset?: SharedQueryOffset;
+}
+
 export interface AttentionGeometry {
   nHeads: number;
   nKvHeads: number;

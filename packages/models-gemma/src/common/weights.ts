@@ -78,6 +78,15 @@ export class TowerLoader {
     return l;
   }
 
+  /** `path.weight` as a Linear whose row count the caller validates (derived sizes); `cols` is checked. */
+  linearRows(path: string, cols: number): Linear {
+    const l = Linear.load(this.store, this.prefix + path, { quant: this.quant, bias: false });
+    if (l.inFeatures !== cols)
+      throw new MlxcelError('E_SHAPE', `${this.prefix}${path}.weight: ${l.inFeatures} input columns but the config implies ${cols}`);
+    this.tally.addWeight(l.weight);
+    return l;
+  }
+
   /** Like `linear` but null when `path.weight` is absent. */
   optLinear(path: string, shape: [number, number]): Linear | null {
     return this.has(`${path}.weight`) ? this.linear(path, shape) : null;

@@ -1,7 +1,8 @@
 /** The Gemma 3n architecture: `gemma3n` (multimodal checkpoints, text tower) and `gemma3n_text`. */
 import type { ArchitectureDef, LoadContext } from '@mlxcel/tensor';
 import { parseGemma3nConfig } from './config.js';
-import { Gemma3nModel, type GemmaLoadOptions } from './model.js';
+import type { GemmaLoadOptions } from '../common/attention.js';
+import { Gemma3nModel } from './model.js';
 import { gemma3nRandomWeights } from './random.js';
 import { loadGemma3nWeights } from './weights.js';
 

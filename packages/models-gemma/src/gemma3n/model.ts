@@ -4,7 +4,6 @@
  * rows arrive as embedding overrides) and `gemma3n_text`.
  */
 import { ops, type ForwardOptions, type LanguageModel, type StateOptions } from '@mlxcel/tensor';
-import type { SharedQueryOffset } from '../common/attention.js';
 import { layoutBatch, type BatchLayout, type GemmaForwardInput } from '../common/batch.js';
 import { embedBatch } from '../common/embed.js';
 import { LmHead } from '../common/head.js';
@@ -13,11 +12,6 @@ import { GemmaState, type CacheLayout } from '../common/state.js';
 import { altupCollapse, altupExpand } from './altup.js';
 import type { Gemma3nConfig } from './config.js';
 import type { Gemma3nLayer, Gemma3nWeights } from './weights.js';
-
-export interface GemmaLoadOptions {
-  /** See SharedQueryOffset: 'owner-cache' reproduces an upstream bug, for tests only. */
-  sharedQueryOffset?: SharedQueryOffset;
-}
 
 export class Gemma3nModel implements LanguageModel {
   readonly modelType: string;

@@ -22,6 +22,8 @@ export interface Gemma4Config {
   numHeads: number;
   /** Per layer: KV heads (num_global_key_value_heads on full layers when set, §6.2) and head dim. */
   numKvHeads: number[];
+  /** num_key_value_heads (sliding layers). */
+  slidingKvHeads: number;
   headDims: number[];
   /** Per layer: V comes from the K projection (attention_k_eq_v, full layers only, §6.3). */
   kEqV: boolean[];
@@ -102,6 +104,7 @@ export function parseGemma4Config(config: Json): Gemma4Config {
     intermediateSizes: layerTypes.map((_, l) => (doubleWide && numKvSharedLayers > 0 && l >= first ? 2 * I : I)),
     numHeads,
     numKvHeads,
+    slidingKvHeads: nKv,
     headDims: layerTypes.map((t) => (t === 'full_attention' ? globalHeadDim : headDim)),
     kEqV: layerTypes.map((t) => kEqV && t === 'full_attention'),
     eps: c.num('rms_norm_eps', { default: 1e-6, positive: true }),

@@ -35,14 +35,32 @@ export class Prng {
     return t >>> 0;
   }
 
-  /** Uniform in [lo, hi) written into `out`. */
+  /** Uniform in [lo, hi) written into `out` (the sfc32 step inlined: this fills GBs of weights). */
   fillUniform(out: Float32Array, lo: number, hi: number): void {
     const w = (hi - lo) / 4294967296;
-    for (let i = 0; i < out.length; i++) out[i] = lo + this.u32() * w;
+    let a = this.a, b = this.b, c = this.c, d = this.d;
+    for (let i = 0; i < out.length; i++) {
+      const t = (((a + b) | 0) + d) | 0;
+      d = (d + 1) | 0;
+      a = b ^ (b >>> 9);
+      b = (c + (c << 3)) | 0;
+      c = ((c << 21) | (c >>> 11)) + t | 0;
+      out[i] = lo + (t >>> 0) * w;
+    }
+    this.a = a; this.b = b; this.c = c; this.d = d;
   }
 
   fillU32(out: Uint32Array): void {
-    for (let i = 0; i < out.length; i++) out[i] = this.u32();
+    let a = this.a, b = this.b, c = this.c, d = this.d;
+    for (let i = 0; i < out.length; i++) {
+      const t = (((a + b) | 0) + d) | 0;
+      d = (d + 1) | 0;
+      a = b ^ (b >>> 9);
+      b = (c + (c << 3)) | 0;
+      c = ((c << 21) | (c >>> 11)) + t | 0;
+      out[i] = t >>> 0;
+    }
+    this.a = a; this.b = b; this.c = c; this.d = d;
   }
 }
 

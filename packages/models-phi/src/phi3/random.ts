@@ -10,7 +10,8 @@ export function randomPhi3Weights(raw: Record<string, unknown>, opts: RandomWeig
   const nH = c.num_attention_heads, nKV = c.num_key_value_heads;
   // Uniform ±1/sqrt(fan_in) keeps activations O(1) through the residual stream.
   const amp = (fanIn: number) => 1 / Math.sqrt(fanIn);
-  ck.matrix('model.embed_tokens', [c.vocab_size, H], 1);
+  // ±1/sqrt(H) keeps a tied head's logits O(1); the layers see the embeddings through a norm.
+  ck.matrix('model.embed_tokens', [c.vocab_size, H], amp(H));
   for (let l = 0; l < c.num_hidden_layers; l++) {
     const p = `model.layers.${l}`;
     ck.vector(`${p}.input_layernorm.weight`, H, 1, 0.1);

@@ -1,0 +1,21 @@
+import { it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Checkpoint } from '@mlxcel/tensor';
+import { parseGemma3nAudioConfig } from '../src/gemma3n/config.js';
+import { Gemma3nAudioEncoder, Gemma3nAudioEmbedder } from '../src/gemma3n/encoder.js';
+import { expected, relMaxDiff } from './helpers.js';
+it('g3n', () => {
+  const e = expected('gemma3n-audio-tiny');
+  const config = JSON.parse(readFileSync(join(e.dir, 'config.json'), 'utf8'));
+  const cfg = parseGemma3nAudioConfig(config);
+  const store = Checkpoint.open(e.dir);
+  const enc = Gemma3nAudioEncoder.load(store, 'model.audio_tower.', cfg);
+  const valid = Uint8Array.from(e.i32('input_features_mask'));
+  const out = enc.forward(e.f32('input_features'), valid);
+  console.log('sscp', out.sscpFrames, relMaxDiff(out.sscp, e.f32('audio_sscp_output')));
+  console.log('enc', out.frames, relMaxDiff(out.hidden, e.f32('audio_encoder_output')));
+  const emb = Gemma3nAudioEmbedder.load(store, 'model.embed_audio.', cfg);
+  console.log('emb', relMaxDiff(emb.soft(out.hidden, out.frames), e.f32('audio_embeds')));
+  console.log(Array.from(out.mask));
+});

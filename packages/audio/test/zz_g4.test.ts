@@ -1,0 +1,22 @@
+import { it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Checkpoint } from '@mlxcel/tensor';
+import { parseGemma4AudioConfig } from '../src/gemma4/config.js';
+import { Gemma4AudioEncoder, Gemma4AudioEmbedder } from '../src/gemma4/encoder.js';
+import { expected, relMaxDiff } from './helpers.js';
+it('g4', () => {
+  const e = expected('gemma4-audio-tiny');
+  const config = JSON.parse(readFileSync(join(e.dir, 'config.json'), 'utf8'));
+  const cfg = parseGemma4AudioConfig(config);
+  const store = Checkpoint.open(e.dir);
+  const enc = Gemma4AudioEncoder.load(store, 'model.audio_tower.', cfg);
+  const valid = Uint8Array.from(e.i32('input_features_mask'));
+  const out = enc.forward(e.f32('input_features'), valid);
+  console.log('sscp', relMaxDiff(out.sscp, e.f32('audio_sscp_output')));
+  console.log('enc', relMaxDiff(out.hidden, e.f32('audio_encoder_output')));
+  const emb = Gemma4AudioEmbedder.load(store, 'model.embed_audio.', cfg);
+  console.log('emb', relMaxDiff(emb.forward(out.hidden, out.frames), e.f32('audio_embeds')));
+  const old = enc.forward(e.f32('input_features'), valid, { window: { maxPast: 12, maxFuture: 0 } });
+  console.log('old enc', relMaxDiff(old.hidden, e.f32('audio_encoder_output')));
+});

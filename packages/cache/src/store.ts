@@ -1,0 +1,180 @@
+/**
+ * One run of KV slots in the layout the native attention kernel reads directly: tiles of 16 slots,
+ * per tile and KV head K transposed ([headDim][16]) and V as rows ([16][vDim]); quantized stores add
+ * f32 scales/biases per group (see core-native src/kernels.h KvSegment). Conversion and quantization
+ * happen once, on write, in native code; nothing is ever dequantized into a whole-cache copy.
+ *
+ * A store knows nothing about rings or caps: callers choose slots. `pos[slot]` is the absolute token
+ * position held by a slot (-1 = empty); the kernel masks by position, so slot order is free.
+ */
+import * as native from '@mlxcel/core-native';
+import type { KvImage, KvSegmentDesc, KvStoreDesc } from '@mlxcel/core-native';
+import { MlxcelError } from '@mlxcel/tensor';
+import type { StoreFormat } from './storage.js';
+
+export const TILE = 16;
+
+/** The exact stored bits of some slots, head-major ([nKvHeads][n][...]) plus their positions. */
+export interface StoreImage extends KvImage {
+  n: number;
+  pos: Int32Array;
+}
+
+export class TiledStore {
+  private _capacity = 0;
+  k = new Uint8Array(0);
+  v = new Uint8Array(0);
+  kScales: Float32Array | null = null;
+  kBiases: Float32Array | null = null;
+  vScales: Float32Array | null = null;
+  vBiases: Float32Array | null = null;
+  pos = new Int32Array(0);
+
+  constructor(
+    readonly nKvHeads: number,
+    readonly headDim: number,
+    readonly vDim: number,
+    readonly format: StoreFormat,
+  ) {}
+
+  get capacity(): number {
+    return this._capacity;
+  }
+
+  /** Bytes allocated (codes, scales and biases). */
+  get nbytes(): number {
+    const f = (a: Float32Array | null) => (a ? a.byteLength : 0);
+    return this.k.byteLength + this.v.byteLength + f(this.kScales) + f(this.kBiases) + f(this.vScales) + f(this.vBiases);
+  }
+
+  /** Bytes one slot occupies (all heads, K and V, scales included). */
+  get bytesPerSlot(): number {
+    const { nKvHeads: H, headDim: D, vDim: DV, format: f } = this;
+    if (!f.quantized) return (H * (D + DV) * f.kBits) / 8;
+    return H * (D + (DV * f.vBits) / 8 + 8 * (D / f.groupSize + DV / f.groupSize));
+  }
+
+  /** Grows to at least `slots` (rounded up to whole tiles); contents and positions are kept. */
+  reserve(slots: number): void {
+    if (slots <= this._capacity) return;
+    const cap = Math.ceil(slots / TILE) * TILE;
+    const { nKvHeads: H, headDim: D, vDim: DV, format: f } = this;
+    const grow = <T extends Uint8Array | Float32Array>(old: T, n: number, make: (n: number) => T): T => {
+      const a = make(n);
+      a.set(old as never);
+      return a;
+    };
+    const u8 = (n: number) => new Uint8Array(n);
+    const f32 = (n: number) => new Float32Array(n);
+    // Tile-major layout: growing appends whole tiles, so the old bytes are a prefix of the new ones.
+    this.k = grow(this.k, (cap * H * D * f.kBits) / 8, u8);
+    this.v = grow(this.v, (cap * H * DV * f.vBits) / 8, u8);
+    if (f.quantized) {
+      const gk = cap * H * (D / f.groupSize), gv = cap * H * (DV / f.groupSize);
+      this.kScales = grow(this.kScales ?? f32(0), gk, f32);
+      this.kBiases = grow(this.kBiases ?? f32(0), gk, f32);
+      this.vScales = grow(this.vScales ?? f32(0), gv, f32);
+      this.vBiases = grow(this.vBiases ?? f32(0), gv, f32);
+    }
+    const pos = new Int32Array(cap).fill(-1);
+    pos.set(this.pos);
+    this.pos = pos;
+    this._capacity = cap;
+  }
+
+  desc(): KvStoreDesc {
+    const f = this.format;
+    const d: KvStoreDesc = {
+      dtype: f.code, capacity: this._capacity, nKvHeads: this.nKvHeads, headDim: this.headDim, vDim: this.vDim,
+      k: this.k, v: this.v,
+    };
+    if (f.quantized) {
+      d.kScales = this.kScales!;
+      d.kBiases = this.kBiases!;
+      d.vScales = this.vScales!;
+      d.vBiases = this.vBiases!;
+      d.vBits = f.vBits as 4 | 8;
+      d.groupSize = f.groupSize as 32 | 64 | 128;
+    }
+    return d;
+  }
+
+  /** The first `n` slots as an attention segment (no copy). */
+  segment(n: number): KvSegmentDesc {
+    const d = this.desc();
+    return { ...d, layout: 1, pos: this.pos, n } as KvSegmentDesc;
+  }
+
+  /** Writes rows i of k [T, H, D] / v [T, H, DV] into slots[i] at positions[i]. */
+  write(slots: Int32Array, k: Float32Array, v: Float32Array, positions: Int32Array): void {
+    if (slots.length === 0) return;
+    native.kvWrite(this.desc(), slots, k, v);
+    for (let i = 0; i < slots.length; i++) this.pos[slots[i]!] = positions[i]!;
+  }
+
+  /** The stored rows as f32 (dequantized for quantized stores; exact for f32). */
+  read(slots: Int32Array): { k: Float32Array; v: Float32Array } {
+    const k = new Float32Array(slots.length * this.nKvHeads * this.headDim);
+    const v = new Float32Array(slots.length * this.nKvHeads * this.vDim);
+    if (slots.length) native.kvRead(this.desc(), slots, k, v);
+    return { k, v };
+  }
+
+  /** Exact bits of `slots`, in the given order. */
+  exportImage(slots: Int32Array): StoreImage {
+    const im = this.emptyImage(slots.length);
+    if (slots.length) native.kvExport(this.desc(), slots, im);
+    for (let i = 0; i < slots.length; i++) im.pos[i] = this.pos[slots[i]!]!;
+    return im;
+  }
+
+  /** Writes an image's rows into `slots` (same format); positions come from the image. */
+  importImage(slots: Int32Array, im: StoreImage): void {
+    if (im.n !== slots.length)
+      throw new MlxcelError('E_CACHE_STATE', `store image holds ${im.n} slots, ${slots.length} given`);
+    const want = this.emptyImage(0);
+    for (const key of ['kScales', 'kBiases', 'vScales', 'vBiases'] as const)
+      if ((want[key] === undefined) !== (im[key] === undefined))
+        throw new MlxcelError('E_CACHE_STATE', `store image ${key}: ${im[key] ? 'present' : 'missing'} for ${this.format.storage} storage`);
+    if (slots.length) native.kvImport(this.desc(), slots, im);
+    for (let i = 0; i < slots.length; i++) this.pos[slots[i]!] = im.pos[i]!;
+  }
+
+  emptyImage(n: number): StoreImage {
+    const { nKvHeads: H, headDim: D, vDim: DV, format: f } = this;
+    const im: StoreImage = {
+      n, pos: new Int32Array(n),
+      k: new Uint8Array((n * H * D * f.kBits) / 8),
+      v: new Uint8Array((n * H * DV * f.vBits) / 8),
+    };
+    if (f.quantized) {
+      im.kScales = new Float32Array(n * H * (D / f.groupSize));
+      im.kBiases = new Float32Array(n * H * (D / f.groupSize));
+      im.vScales = new Float32Array(n * H * (DV / f.groupSize));
+      im.vBiases = new Float32Array(n * H * (DV / f.groupSize));
+    }
+    return im;
+  }
+
+  /** Marks slots empty (their bytes stay, the kernel never reads an empty slot's values). */
+  clear(from: number, to: number = this._capacity): void {
+    this.pos.fill(-1, from, to);
+  }
+}
+
+/** Slots [a, b) as an Int32Array. */
+export function range(a: number, b: number): Int32Array {
+  const r = new Int32Array(Math.max(0, b - a));
+  for (let i = 0; i < r.length; i++) r[i] = a + i;
+  return r;
+}
+
+/** Deep copy of an image (snapshots must not alias live buffers). */
+export function copyImage(im: StoreImage): StoreImage {
+  const c: StoreImage = { n: im.n, pos: im.pos.slice(), k: im.k.slice(), v: im.v.slice() };
+  if (im.kScales) c.kScales = im.kScales.slice();
+  if (im.kBiases) c.kBiases = im.kBiases.slice();
+  if (im.vScales) c.vScales = im.vScales.slice();
+  if (im.vBiases) c.vBiases = im.vBiases.slice();
+  return c;
+}
