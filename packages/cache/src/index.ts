@@ -1,3 +1,15 @@
-export type { AttendOptions, LayerCache } from './types.js';
-export { ContiguousCache, RotatingCache } from './contiguous.js';
+export type { AttendOptions, BlockSparse, CacheKind, DetachedCache, LayerCache } from './types.js';
+export { type FloatDtype, type GroupSize, type KvStorage, type StoreFormat, KV_STORAGES, isKvStorage, storeFormat } from './storage.js';
+export { TiledStore, TILE, type StoreImage } from './store.js';
+export { KvCacheBase, type CacheOptions } from './base.js';
+export { ContiguousCache, QuantizedCache, type ContiguousOptions, type QuantizedOptions } from './contiguous.js';
+export { RotatingCache, type RotatingOptions } from './rotating.js';
 export { SharedCache } from './shared.js';
+export { attendBatch, type AttendItem, type BatchAttendOptions } from './attend.js';
+export { createLayerCache, type LayerCacheSpec } from './factory.js';
+export { phi3SmallBlockSparse, spansFromTokenTypes, type Phi3SmallSparseConfig } from './masks.js';
+export { snapshotLayers, detachLayers, adoptLayers, sourceOf, type DetachedSequence } from './state.js';
+export {
+  savePromptCache, loadPromptCache, readPromptCache, configHash,
+  type PromptCacheInfo, type PromptCacheExpect, type PromptCacheMeta, type LayerMeta,
+} from './prompt-cache.js';

@@ -1,6 +1,11 @@
-// Persistent worker threads. A parallel region publishes (fn, n, grain) and bumps a generation counter;
-// workers spin briefly (decode issues hundreds of tiny regions per token, so waking from a condition
-// variable every time would cost more than the work) and then sleep on the condition variable.
+// Persistent worker threads. A parallel region publishes (fn, n, chunk) and then a 64-bit state word
+// holding (generation, chunk count, next chunk); every thread, the caller included, claims chunks from
+// it by compare-and-swap and bumps a done counter per finished chunk. The caller returns as soon as all
+// chunks are done: it never waits for a worker that has not claimed anything, so a worker that is slow
+// to wake (asleep, or descheduled on a busy machine) costs nothing, and a region runs entirely on the
+// caller in the worst case. Workers spin briefly between regions (decode issues hundreds of small
+// regions per token, so waking from a condition variable every time would cost more than the work) and
+// then sleep on a condition variable.
 #include "threadpool.h"
 
 #include <atomic>
@@ -24,6 +29,14 @@ namespace {
 
 thread_local bool tl_in_region = false;
 
+// state word: generation (24 bits) | chunk count (20 bits) | next chunk (20 bits).
+constexpr int kIdxBits = 20;
+constexpr uint64_t kIdxMask = (uint64_t(1) << kIdxBits) - 1;
+constexpr int64_t kMaxChunks = int64_t(kIdxMask);  // next chunk never exceeds the count, which fits
+
+inline uint64_t st_idx(uint64_t s) { return s & kIdxMask; }
+inline uint64_t st_count(uint64_t s) { return (s >> kIdxBits) & kIdxMask; }
+
 class Pool {
  public:
   explicit Pool(int threads) { start(threads); }
@@ -40,63 +53,79 @@ class Pool {
   void run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
     if (n <= 0) return;
     grain = grain < 1 ? 1 : grain;
+    // Small work, nested regions and single-thread pools run inline: no synchronisation at all.
     if (threads_ <= 1 || n <= grain || tl_in_region) { fn(0, n); return; }
     std::unique_lock<std::mutex> region(region_mu_, std::try_to_lock);
     if (!region.owns_lock()) { fn(0, n); return; }  // another JS thread is using the pool
     // Chunks: at least `grain` items, and about 4 per thread for load balance.
     int64_t chunk = (n + int64_t(threads_) * 4 - 1) / (int64_t(threads_) * 4);
     if (chunk < grain) chunk = grain;
+    int64_t count = (n + chunk - 1) / chunk;
+    if (count > kMaxChunks) {
+      chunk = (n + kMaxChunks - 1) / kMaxChunks;
+      count = (n + chunk - 1) / chunk;
+    }
     fn_ = &fn;
     n_ = n;
     chunk_ = chunk;
-    next_.store(0, std::memory_order_relaxed);
-    pending_.store(threads_ - 1, std::memory_order_relaxed);
-    {
+    done_.store(0, std::memory_order_relaxed);
+    gen_ = (gen_ + 1) & 0xffffff;
+    state_.store((gen_ << (2 * kIdxBits)) | (uint64_t(count) << kIdxBits), std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) {
       std::lock_guard<std::mutex> g(mu_);
-      generation_.fetch_add(1, std::memory_order_release);
+      cv_.notify_all();
     }
-    cv_.notify_all();
     tl_in_region = true;
     work();
     tl_in_region = false;
-    while (pending_.load(std::memory_order_acquire) != 0) MLX_PAUSE();
-    fn_ = nullptr;
-  }
-
- private:
-  void work() {
-    for (;;) {
-      int64_t b = next_.fetch_add(chunk_, std::memory_order_relaxed);
-      if (b >= n_) break;
-      int64_t e = b + chunk_ < n_ ? b + chunk_ : n_;
-      (*fn_)(b, e);
+    for (int spins = 0; done_.load(std::memory_order_acquire) != count;) {
+      if (++spins < 4096) MLX_PAUSE();
+      else std::this_thread::yield();  // a worker holding a chunk was descheduled
     }
   }
 
-  // `seen` is the generation at the time the pool started: a region published before this thread got
-  // scheduled must still be picked up, so the thread may not read the counter itself at start-up.
-  void worker_main(uint64_t seen) {
+ private:
+  // Claims and runs chunks of the current region until none is left. Region parameters are read only
+  // after a successful claim: the region cannot finish (and the caller cannot publish the next one)
+  // while a claimed chunk is unfinished, and the release store of the state made them visible.
+  void work() {
+    uint64_t s = state_.load(std::memory_order_acquire);
+    while (st_idx(s) < st_count(s)) {
+      if (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+      const int64_t b = int64_t(st_idx(s)) * chunk_;
+      const int64_t e = b + chunk_ < n_ ? b + chunk_ : n_;
+      (*fn_)(b, e);
+      done_.fetch_add(1, std::memory_order_acq_rel);
+      s = state_.load(std::memory_order_acquire);
+    }
+  }
+
+  bool has_work() const {
+    const uint64_t s = state_.load(std::memory_order_seq_cst);
+    return st_idx(s) < st_count(s);
+  }
+
+  void worker_main() {
     tl_in_region = true;
     for (;;) {
       int spins = 0;
-      uint64_t g;
-      while ((g = generation_.load(std::memory_order_acquire)) == seen && !quit_.load(std::memory_order_relaxed)) {
+      while (!has_work() && !quit_.load(std::memory_order_relaxed)) {
         if (++spins < 20000) { MLX_PAUSE(); continue; }
         std::unique_lock<std::mutex> lk(mu_);
-        cv_.wait(lk, [&] { return generation_.load(std::memory_order_acquire) != seen || quit_.load(); });
+        sleepers_.fetch_add(1, std::memory_order_seq_cst);
+        cv_.wait(lk, [&] { return has_work() || quit_.load(); });
+        sleepers_.fetch_sub(1, std::memory_order_relaxed);
+        spins = 0;
       }
       if (quit_.load()) return;
-      seen = g;
       work();
-      pending_.fetch_sub(1, std::memory_order_acq_rel);
     }
   }
 
   void start(int threads) {
     threads_ = threads < 1 ? 1 : threads;
     quit_.store(false);
-    const uint64_t g0 = generation_.load();
-    for (int i = 1; i < threads_; i++) workers_.emplace_back([this, g0] { worker_main(g0); });
+    for (int i = 1; i < threads_; i++) workers_.emplace_back([this] { worker_main(); });
   }
 
   void stop() {
@@ -113,10 +142,11 @@ class Pool {
   std::vector<std::thread> workers_;
   std::mutex mu_, region_mu_;
   std::condition_variable cv_;
-  std::atomic<uint64_t> generation_{0};
+  std::atomic<uint64_t> state_{0};
+  std::atomic<int64_t> done_{0};
+  std::atomic<int> sleepers_{0};
   std::atomic<bool> quit_{false};
-  std::atomic<int64_t> next_{0};
-  std::atomic<int> pending_{0};
+  uint64_t gen_ = 0;
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
   int64_t n_ = 0, chunk_ = 1;
 };

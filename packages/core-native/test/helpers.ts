@@ -219,36 +219,49 @@ export function roundHalfEven(x: number): number {
 }
 
 /**
- * Checks y (from the kernel) against ref (float64) for y[M, N] = x W^T + bias: the error of each output
- * normalised by ||x_m|| * ||W_n|| + |bias_n| (the Cauchy-Schwarz bound on the output's size) must stay
- * below `bound`. Returns the largest normalised error seen.
+ * Checks y (from the kernel) against the float64 reference of y[M, N] = x W^T + bias. The error of each
+ * output is normalised by the natural size of f32 rounding in that sum, sum_k |x_k| * mag(W_nk) + |bias_n|,
+ * where mag(W) = |W| for float weights and |s*q| + |b| for quantized ones (the two terms a factored
+ * quantized dot product accumulates). Returns the largest normalised error; throws above `bound`.
  */
 export function checkMatmul(
   y: Float32Array, x: Float32Array, M: number, K: number, W: Float64Array, N: number, bias: Float32Array | null,
-  bound: number, label: string,
+  bound: number, label: string, mag: Float64Array = W,
 ): number {
   let worst = 0;
-  for (let m = 0; m < M; m++) {
-    let xn = 0;
-    for (let k = 0; k < K; k++) xn += x[m * K + k]! ** 2;
+  for (let m = 0; m < M; m++)
     for (let n = 0; n < N; n++) {
-      let s = 0, wn = 0;
+      let s = 0, l1 = 0;
       for (let k = 0; k < K; k++) {
-        const wv = W[n * K + k]!;
-        s += x[m * K + k]! * wv;
-        wn += wv * wv;
+        const xv = x[m * K + k]!;
+        s += xv * W[n * K + k]!;
+        l1 += Math.abs(xv) * Math.abs(mag[n * K + k]!);
       }
       const b = bias ? bias[n]! : 0;
       const ref = s + b;
-      const scale = Math.sqrt(xn * wn) + Math.abs(b) + 1e-30;
+      const scale = l1 + Math.abs(b) + 1e-30;
       const got = y[m * N + n]!;
       const e = Math.abs(got - ref) / scale;
       if (!(e <= bound))
         throw new Error(`${label}: y[${m}, ${n}] = ${got}, reference ${ref}: normalised error ${e.toExponential(2)} > ${bound}`);
       worst = Math.max(worst, e);
     }
-  }
   return worst;
+}
+
+/** mag(W) for a quantized weight: |s * q| + |b| per element (see checkMatmul). */
+export function quantMagnitude(q: QWeight): Float64Array {
+  const out = new Float64Array(q.rows * q.cols);
+  const rowBytes = (q.cols * q.bits) / 8, gpr = q.cols / q.group;
+  for (let r = 0; r < q.rows; r++) {
+    const row = q.packed.subarray(r * rowBytes, (r + 1) * rowBytes);
+    for (let c = 0; c < q.cols; c++) {
+      const g = r * gpr + Math.floor(c / q.group);
+      out[r * q.cols + c] =
+        Math.abs(decodeFloat(q.scales, q.scaleDtype, g) * codeAt(row, q.bits, c)) + Math.abs(decodeFloat(q.biases, q.scaleDtype, g));
+    }
+  }
+  return out;
 }
 
 /** |a - e| <= abs + rel * |e| elementwise (NaN must match NaN; infinities must match exactly). */

@@ -18,6 +18,7 @@ export { parseGemma3nConfig, type Gemma3nConfig } from './gemma3n/config.js';
 export { GemmaState, type CacheLayout } from './common/state.js';
 export type { GemmaForwardInput } from './common/batch.js';
 export { alignPerLayerInputs } from './common/ple.js';
+export { overridesForChunk } from './common/embed.js';
 export { GemmaConfigError } from './common/config-read.js';
 export type { LayerType } from './common/layer-types.js';
 export type { SharedQueryOffset, GemmaLoadOptions } from './common/attention.js';

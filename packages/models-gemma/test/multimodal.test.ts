@@ -4,7 +4,7 @@
  * precomputed per-layer-input tensor (`perLayerInputs`) is aligned to the call's rows (§13).
  */
 import { describe, expect, it } from 'vitest';
-import { alignPerLayerInputs, type Gemma3nModel, type Gemma4Model } from '../src/index.js';
+import { alignPerLayerInputs, overridesForChunk, type Gemma3nModel, type Gemma4Model } from '../src/index.js';
 import { chunked, loadFixture, maxAbsDiff } from './helpers.js';
 
 describe('alignPerLayerInputs (zero-pad when shorter, slice when longer, no copy when equal)', () => {
@@ -89,6 +89,27 @@ describe('embeddingOverrides', () => {
     const plain = model.forward([{ ids: withId(502), state: model.newState() }])[0]!;
     expect(maxAbsDiff(a.subarray(0, 8 * V), plain.subarray(0, 8 * V))).toBe(0);
     expect(maxAbsDiff(a.subarray(8 * V), plain.subarray(8 * V))).toBeGreaterThan(1e-2);
+  });
+
+  it('chunked prefill with overridesForChunk == one pass with the whole prompt overrides', () => {
+    const { model, expected } = loadFixture('gemma4-tiny-dense');
+    const H = model.hiddenSize, ids = expected.inputIds;
+    const rows = Int32Array.of(3, 4, 5, 12, 20);
+    const values = Float32Array.from({ length: rows.length * H }, (_, i) => Math.sin(i) * 3);
+    const one = model.forward([{ ids, state: model.newState(), embeddingOverrides: { rows, values } }])[0]!;
+    const state = model.newState();
+    const parts: Float32Array[] = [];
+    for (const [s, n] of [[0, 5], [5, 9], [14, 10]] as const)
+      parts.push(model.forward([{ ids: ids.subarray(s, s + n), state, embeddingOverrides: overridesForChunk({ rows, values }, s, n) }])[0]!);
+    const all = new Float32Array(one.length);
+    let o = 0;
+    for (const p of parts) {
+      all.set(p, o);
+      o += p.length;
+    }
+    expect(maxAbsDiff(all, one)).toBeLessThanOrEqual(1e-3);
+    expect(overridesForChunk({ rows, values }, 6, 5)).toBeUndefined();
+    expect(Array.from(overridesForChunk({ rows, values }, 4, 10)!.rows)).toEqual([0, 1, 8]);
   });
 
   it('rows outside the sequence or a wrong value count are rejected', () => {

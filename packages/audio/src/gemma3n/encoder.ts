@@ -69,7 +69,7 @@ export class Gemma3nAudioEncoder {
     const valid2 = new Uint8Array(T2);
     for (let j = 0; j < T2; j++) valid2[j] = valid[Math.min(j * stride, T - 1)]!;
     const window = opts.window ?? this.window;
-    let x = sscp.slice();
+    let x: Float32Array = sscp.slice();
     for (const b of this.blocks) x = b.forward(x, T2, D, valid2, window);
     const T3 = Math.ceil(T2 / r);
     const hidden = new Float32Array(T3 * D);

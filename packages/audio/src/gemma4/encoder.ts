@@ -88,12 +88,12 @@ export class Gemma4AudioEncoder {
     const T = valid.length;
     if (features.length !== T * nMel) throw new MlxcelError('E_SHAPE', `Gemma 4 audio encoder: features have ${features.length} values, expected ${T} x ${nMel}`);
     if (T === 0) throw new MlxcelError('E_AUDIO', 'Gemma 4 audio encoder: no mel frames');
-    let s = { x: Float32Array.from(features), T, F: nMel, valid };
+    let s: { x: Float32Array; T: number; F: number; valid: Uint8Array } = { x: Float32Array.from(features), T, F: nMel, valid };
     for (const b of this.blocks) s = b.forward(s.x, s.T, s.F, s.valid);
     const T2 = s.T;
     const sscp = this.inputProj.forward(s.x, T2);
     const window = opts.window ?? this.window;
-    let x = sscp.slice();
+    let x: Float32Array = sscp.slice();
     for (const layer of this.layers) x = layer.forward(x, T2, D, s.valid, window);
     const hidden = this.outputProj.forward(x, T2);
     return { hidden, frames: T2, dim: this.cfg.outputDims, mask: s.valid, sscp, sscpFrames: T2 };

@@ -12,6 +12,24 @@
 // No std:: algorithm templates here: this file is compiled once per ISA, and an std template
 // instantiated in a wide-ISA unit could be picked by the linker for the baseline unit (see isa_*.cc).
 
+// 64-byte aligned f32 scratch. Row lengths are multiples of the vector width in the hot paths, so
+// aligned bases keep full-vector loads from straddling cache lines (a split load costs two).
+class MoeBuf {
+ public:
+  MoeBuf() = default;
+  explicit MoeBuf(int64_t n) { reset(n); }
+  void reset(int64_t n = 0) {
+    raw_.reset(n > 0 ? new float[size_t(n) + 16] : nullptr);
+    p_ = n > 0 ? reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(raw_.get()) + 63) & ~uintptr_t(63)) : nullptr;
+  }
+  float* get() const { return p_; }
+  float& operator[](int64_t i) const { return p_[i]; }
+
+ private:
+  std::unique_ptr<float[]> raw_;
+  float* p_ = nullptr;
+};
+
 // Rows [r0, r0 + n) of a weight as a weight of its own. Rows are contiguous in every storage format,
 // so a view is pointer arithmetic: one expert of a stacked tensor, or the gate/up half of a fused one.
 static WeightRef moe_row_view(const WeightRef& w, int64_t r0, int64_t n) {
@@ -58,7 +76,7 @@ static void moe_act_mul(int op, const float* g, const float* u, int64_t n, float
 // reads x permuted (permute_for_q4) and every quantized path needs per-group sums of x. Built once per
 // call, not once per (pair, row block).
 struct MoeGemvInput {
-  std::unique_ptr<float[]> xp, xsum;
+  MoeBuf xp, xsum;
   const float* xs = nullptr;
   int64_t K = 0, gpr = 0;
 };
@@ -70,11 +88,11 @@ static void moe_prep(const float* x, int64_t rows, const WeightRef& w, MoeGemvIn
   if (w.dtype != kQAffine) return;
   in.gpr = K / w.group;
   if (w.bits == 4 && w.group % (2 * VL) == 0) {  // the condition gemv_q_rows uses for its fast path
-    in.xp.reset(new float[size_t(rows * K)]);
+    in.xp.reset(rows * K);
     for (int64_t r = 0; r < rows; r++) permute_for_q4(x + r * K, K, in.xp.get() + r * K);
     in.xs = in.xp.get();
   }
-  in.xsum.reset(new float[size_t(rows * in.gpr)]);
+  in.xsum.reset(rows * in.gpr);
   for (int64_t r = 0; r < rows; r++)
     for (int64_t g = 0; g < in.gpr; g++) {
       float t = 0.f;
@@ -109,7 +127,7 @@ static void moe_gather(const MoeArgs& a) {
   MoeGemvInput xg, xu;
   moe_prep(a.x, T, a.gate, xg);
   moe_prep(a.x, T, ex.up_all(), xu);
-  std::unique_ptr<float[]> h(new float[size_t(P * I)]), u(new float[size_t(P * I)]);
+  MoeBuf h(P * I), u(P * I);
   parallel_for(P * I, moe_grain(moe_row_bytes(a.gate) + moe_row_bytes(ex.up_all())), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1;) {
       const int64_t p = r / I, n0 = r % I;
@@ -127,7 +145,7 @@ static void moe_gather(const MoeArgs& a) {
   // order (the grouped path reduces in the same order).
   MoeGemvInput hd;
   moe_prep(h.get(), P, a.down, hd);
-  std::unique_ptr<float[]> yd(new float[size_t(P * H)]);
+  MoeBuf yd(P * H);
   parallel_for(T * H, moe_grain(moe_row_bytes(a.down) * k), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1;) {
       const int64_t t = r / H, n0 = r % H;
@@ -150,7 +168,7 @@ static void moe_gather(const MoeArgs& a) {
 // Grouped GEMM: y[m, n] = x[m, :] . W[n, :] for several (x block, expert weight) jobs in one parallel
 // region. Dot-product form: a micro-kernel keeps MR x NR vector accumulators over k, reading x rows
 // and W rows as stored along k. W rows are dequantized a k-chunk at a time into an L1 buffer with
-// vector decodes (f32 rows are read in place), so, unlike a packed outer-product GEMM, no transpose
+// vector decodes into an aligned buffer, so, unlike a packed outer-product GEMM, no transpose
 // is needed; 4-bit rows decode to the even/odd-permuted order of permute_for_q4 and x is permuted
 // the same way (moe_gemm_permutes). Vector partial sums live in a per-task buffer across k-chunks
 // and are reduced once at the end.
@@ -172,11 +190,11 @@ struct MoeGemmJob {
 
 static inline bool moe_gemm_permutes(const WeightRef& w) { return w.dtype == kQAffine && w.bits == 4 && w.group % (2 * VL) == 0; }
 
-// Row n, columns [k0, k0 + kn) of W as f32 in the order the matching x is stored. Returns a pointer
-// into W itself for f32 weights.
+// Row n, columns [k0, k0 + kn) of W as f32 into buf, in the order the matching x is stored.
 static const float* moe_dot_wrow(const WeightRef& w, int64_t n, int64_t k0, int64_t kn, float* buf) {
   const int64_t K = w.cols;
-  if (w.dtype == kF32) return reinterpret_cast<const float*>(w.data) + n * K + k0;
+  // Float rows are copied/converted too: a copy costs 1/m of the FMAs and makes every load aligned
+  // (rows of an mmapped f32 tensor start wherever the file put them).
   if (w.dtype != kQAffine) { float_row_range(w, n, k0, kn, buf); return buf; }
   const int64_t gpr = K / w.group;
   const uint8_t* row = w.data + n * (K * w.bits / 8);
@@ -288,8 +306,8 @@ static void moe_gemm_jobs(const MoeGemmJob* jobs, int64_t njobs) {
     if (jobs[i].m > 0 && mblocks[i] == 0) matmul(jobs[i].xn, jobs[i].m, jobs[i].w, nullptr, jobs[i].y);
   if (first[njobs] == 0) return;
   parallel_for(first[njobs], 1, [&](int64_t t0, int64_t t1) {
-    std::unique_ptr<float[]> wbuf(new float[size_t(kDotNB * kDotKC)]);
-    std::unique_ptr<float[]> acc(new float[size_t((kDotMB + kDotMR) * kDotNB * VL)]);  // + MR: rounded blocks
+    MoeBuf wbuf(kDotNB * kDotKC);
+    MoeBuf acc((kDotMB + kDotMR) * kDotNB * VL);  // + MR: rounded blocks
     int64_t i = 0;
     for (int64_t t = t0; t < t1; t++) {
       while (first[i + 1] <= t) i++;
@@ -307,9 +325,9 @@ static void moe_gemm_jobs(const MoeGemmJob* jobs, int64_t njobs) {
 }
 
 // x rows as a GEMM job for w reads them: permuted copy when w is a fast-path 4-bit weight.
-static const float* moe_rows_for(const WeightRef& w, const float* x, int64_t rows, int64_t K, std::unique_ptr<float[]>& holder) {
+static const float* moe_rows_for(const WeightRef& w, const float* x, int64_t rows, int64_t K, MoeBuf& holder) {
   if (!moe_gemm_permutes(w)) return x;
-  holder.reset(new float[size_t(rows * K)]);
+  holder.reset(rows * K);
   for (int64_t r = 0; r < rows; r++) permute_for_q4(x + r * K, K, holder.get() + r * K);
   return holder.get();
 }
@@ -335,18 +353,18 @@ static void moe_grouped_chunk(const MoeArgs& a, int64_t t0, int64_t t1) {
   for (int64_t e = 0; e < E; e++) start[e + 1] += start[e];
   for (int64_t p = 0; p < P; p++) pos[p] = start[ids[p]] + fill[ids[p]]++;
 
-  std::unique_ptr<float[]> xs(new float[size_t(P * H)]);
+  MoeBuf xs(P * H);
   parallel_for(P, 64, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; p++) std::memcpy(xs.get() + pos[p] * H, a.x + (t0 + p / k) * H, size_t(H) * 4);
   });
-  std::unique_ptr<float[]> xg_hold, xu_hold;
+  MoeBuf xg_hold, xu_hold;
   const float* xg = moe_rows_for(a.gate, xs.get(), P, H, xg_hold);
   const float* xu = moe_gemm_permutes(ex.up_all()) == moe_gemm_permutes(a.gate) ? xg : moe_rows_for(ex.up_all(), xs.get(), P, H, xu_hold);
 
   // Gate and up for every expert's rows in one batch of jobs: one job over the fused [2I, H] block, or two.
   const int64_t GW = a.fused ? 2 * I : I;
-  std::unique_ptr<float[]> g(new float[size_t(P * GW)]);
-  std::unique_ptr<float[]> u(a.fused ? nullptr : new float[size_t(P * I)]);
+  MoeBuf g(P * GW);
+  MoeBuf u(a.fused ? 0 : P * I);
   std::unique_ptr<MoeGemmJob[]> jobs(new MoeGemmJob[size_t(2 * E)]);
   int64_t nj = 0;
   for (int64_t e = 0; e < E; e++) {
@@ -365,7 +383,7 @@ static void moe_grouped_chunk(const MoeArgs& a, int64_t t0, int64_t t1) {
   xu_hold.reset();
 
   // h = act(gate) * up, written over the gate rows (in place for split, compacted for fused).
-  std::unique_ptr<float[]> hbuf(a.fused ? new float[size_t(P * I)] : nullptr);
+  MoeBuf hbuf(a.fused ? P * I : 0);
   float* h = a.fused ? hbuf.get() : g.get();
   parallel_for(P, 16, [&](int64_t s0, int64_t s1) {
     for (int64_t s = s0; s < s1; s++) {
@@ -375,9 +393,9 @@ static void moe_grouped_chunk(const MoeArgs& a, int64_t t0, int64_t t1) {
     }
   });
   u.reset();
-  std::unique_ptr<float[]> hp_hold;
+  MoeBuf hp_hold;
   const float* hp = moe_rows_for(a.down, h, P, I, hp_hold);
-  std::unique_ptr<float[]> ys(new float[size_t(P * H)]);
+  MoeBuf ys(P * H);
   nj = 0;
   for (int64_t e = 0; e < E; e++) {
     const int64_t c = start[e + 1] - start[e], s0 = start[e];

@@ -1,0 +1,58 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { audioSoftTokens, encodeAudio, extractLogMel, gemma4AudioTokenCount, inclusiveWindow, loadAudioModel, type AudioModel } from '../src/index.js';
+import { expected, maxAbsDiff, relMaxDiff, type Expected } from './helpers.js';
+
+describe('gemma4-audio-tiny', () => {
+  let model: AudioModel;
+  let e: Expected;
+  beforeAll(() => {
+    e = expected('gemma4-audio-tiny');
+    model = loadAudioModel(e.dir);
+  });
+
+  it('features, subsampler, encoder and mask match the reference from the waveform', () => {
+    const { features, encoder } = encodeAudio(model, e.f32('waveform'));
+    expect(maxAbsDiff(features.features, e.f32('input_features'))).toBeLessThanOrEqual(1e-4);
+    expect(Array.from(features.mask)).toEqual(Array.from(e.i32('input_features_mask')));
+    expect([encoder.sscpFrames, model.config.hidden]).toEqual([...e.shape('audio_sscp_output')]);
+    expect(relMaxDiff(encoder.sscp, e.f32('audio_sscp_output'))).toBeLessThanOrEqual(1e-3);
+    expect([encoder.frames, encoder.dim]).toEqual([...e.shape('audio_encoder_output')]);
+    expect(relMaxDiff(encoder.hidden, e.f32('audio_encoder_output'))).toBeLessThanOrEqual(1e-3);
+    expect(Array.from(encoder.mask)).toEqual(Array.from(e.i32('audio_output_mask')));
+  });
+
+  it('audioSoftTokens gives the reference embeddings with the formula token count', () => {
+    const wave = e.f32('waveform');
+    const soft = audioSoftTokens(model, wave);
+    expect(soft.nTokens).toBe(gemma4AudioTokenCount(wave.length));
+    expect([soft.nTokens, soft.hidden]).toEqual([...e.shape('audio_embeds')]);
+    expect(relMaxDiff(soft.embeds, e.f32('audio_embeds'))).toBeLessThanOrEqual(1e-3);
+  });
+
+  it('the old inclusive mask (admitting dist == max_past) fails the fixture; the fixed rule passes', () => {
+    const wave = e.f32('waveform');
+    const ref = e.f32('audio_encoder_output');
+    const fixed = encodeAudio(model, wave).encoder;
+    expect(model.encoder.window).toEqual({ maxPast: 11, maxFuture: 0 });
+    expect(relMaxDiff(fixed.hidden, ref)).toBeLessThanOrEqual(1e-3);
+    const old = encodeAudio(model, wave, { window: inclusiveWindow(13, 0) }).encoder;
+    expect(relMaxDiff(old.hidden, ref)).toBeGreaterThan(1e-2);
+  });
+
+  it('a right-padded clip gives the same valid frames (the mask zeroes padding before every conv)', () => {
+    const wave = e.f32('waveform').subarray(0, 12345);
+    const base = encodeAudio(model, wave).encoder;
+    // Pad as a batch with a longer clip would: the padded run must not change valid outputs.
+    const feats = encodeAudio(model, wave).features;
+    const padded = extractLogMel(wave, model.mel, { padToLength: 20000 });
+    expect(padded.nFrames).toBeGreaterThan(feats.nFrames);
+    const out = model.encoder.forward(padded.features, padded.mask);
+    const D = out.dim;
+    let n = 0;
+    for (let t = 0; t < base.frames; t++) if (base.mask[t]) n++;
+    expect(n).toBe(gemma4AudioTokenCount(wave.length));
+    expect(relMaxDiff(out.hidden.subarray(0, n * D), base.hidden.subarray(0, n * D))).toBeLessThanOrEqual(1e-5);
+    expect(Array.from(out.mask.subarray(0, n))).toEqual(new Array(n).fill(1));
+    expect(out.mask[n]).toBe(0);
+  });
+});

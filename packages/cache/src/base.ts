@@ -1,0 +1,216 @@
+/**
+ * What contiguous, rotating and quantized caches share: a main store of finalized rows (any storage
+ * format; the subclass decides which slot each row takes), an f32 staging store for rows at or past
+ * the cap, offset/cap bookkeeping, trim, attention and snapshot/detach/adopt.
+ *
+ * Why staging: a batched prefill pads short sequences to a common length. Padding written into
+ * quantized storage, or into a ring where it evicts real keys, could not be taken back; held apart in
+ * f32 it is dropped exactly by `trim`, leaving the state bit-identical to an unpadded run.
+ */
+import type { KvSegmentDesc } from '@mlxcel/core-native';
+import { MlxcelError } from '@mlxcel/tensor';
+import { attendOne } from './attend.js';
+import { STAGING_FORMAT, storeFormat, type GroupSize, type KvStorage, type StoreFormat } from './storage.js';
+import { copyImage, range, TiledStore } from './store.js';
+import type { AttendOptions, CacheKind, DetachedCache, LayerCache } from './types.js';
+
+export interface CacheOptions {
+  /** Quantization group along the head dim (quantized storage only; default 64, or 32 when 64 does not divide). */
+  groupSize?: GroupSize;
+}
+
+export abstract class KvCacheBase implements LayerCache {
+  abstract readonly kind: Exclude<CacheKind, 'shared'>;
+  readonly format: StoreFormat;
+  ropeRegime = '';
+  protected main: TiledStore;
+  /** Main slots in use. */
+  protected used = 0;
+  protected staging: TiledStore;
+  protected _staged = 0;
+  protected _offset = 0;
+  protected _cap: number | null = null;
+
+  constructor(
+    readonly nKvHeads: number,
+    readonly headDim: number,
+    readonly vDim: number,
+    storage: KvStorage,
+    opts: CacheOptions,
+    protected readonly who: string,
+  ) {
+    for (const [name, x] of [['nKvHeads', nKvHeads], ['headDim', headDim], ['vDim', vDim]] as const)
+      if (!Number.isInteger(x) || x < 1) throw new MlxcelError('E_CACHE', `${who}: ${name} must be a positive integer, got ${x}`);
+    this.format = storeFormat(storage, headDim, vDim, opts.groupSize, who);
+    this.main = new TiledStore(nKvHeads, headDim, vDim, this.format);
+    this.staging = new TiledStore(nKvHeads, headDim, vDim, STAGING_FORMAT);
+  }
+
+  get storage(): KvStorage {
+    return this.format.storage;
+  }
+  get offset(): number {
+    return this._offset;
+  }
+  get cap(): number | null {
+    return this._cap;
+  }
+  get staged(): number {
+    return this._staged;
+  }
+  get nbytes(): number {
+    return this.main.nbytes + this.staging.nbytes;
+  }
+  /** Positions held in the main store (finalized). */
+  protected get committed(): number {
+    return this._offset - this._staged;
+  }
+
+  // ---- subclass hooks ------------------------------------------------------------------------
+  /** Writes T finalized rows at positions pos0.. into the main store. */
+  protected abstract commit(k: Float32Array, v: Float32Array, T: number, pos0: number): void;
+  /** Why the newest n finalized rows cannot be dropped, or null when they can. */
+  protected abstract refuseDrop(n: number): string | null;
+  protected abstract dropMain(n: number): void;
+  protected abstract ringState(): { size: number; next: number } | null;
+  /** Rebuilds the main store from a validated detached state. */
+  protected abstract restoreMain(state: DetachedCache): void;
+  /** Kind-specific checks of a detached state about to be adopted. */
+  protected abstract checkState(state: DetachedCache): void;
+
+  // ---- writes --------------------------------------------------------------------------------
+  update(k: Float32Array, v: Float32Array, T: number): void {
+    if (!Number.isInteger(T) || T < 0) throw new MlxcelError('E_SHAPE', `${this.who}.update: T must be a non-negative integer, got ${T}`);
+    const kr = this.nKvHeads * this.headDim, vr = this.nKvHeads * this.vDim;
+    if (!(k instanceof Float32Array) || !(v instanceof Float32Array) || k.length < T * kr || v.length < T * vr)
+      throw new MlxcelError('E_SHAPE', `${this.who}.update: K/V must be Float32Arrays of ${T} rows of [${this.nKvHeads}, ${this.headDim}] / [${this.nKvHeads}, ${this.vDim}]`);
+    if (T === 0) return;
+    const nCommit = this._cap === null ? T : Math.max(0, Math.min(T, this._cap - this._offset));
+    if (nCommit > 0) this.commit(k.subarray(0, nCommit * kr), v.subarray(0, nCommit * vr), nCommit, this._offset);
+    if (nCommit < T) this.stage(k.subarray(nCommit * kr, T * kr), v.subarray(nCommit * vr, T * vr), T - nCommit, this._offset + nCommit);
+    this._offset += T;
+  }
+
+  private stage(k: Float32Array, v: Float32Array, T: number, pos0: number): void {
+    this.staging.reserve(this._staged + T);
+    this.staging.write(range(this._staged, this._staged + T), k, v, range(pos0, pos0 + T));
+    this._staged += T;
+  }
+
+  setCap(cap: number | null): void {
+    if (cap !== null && (!Number.isInteger(cap) || cap < this.committed))
+      throw new MlxcelError('E_CACHE_CAP', `${this.who}.setCap(${cap}): ${this.committed} rows are already finalized; a cap must be an integer >= ${this.committed}`);
+    // Held rows now below the cap become finalized, in order (f32 staging reads back exactly).
+    const n = cap === null ? this._staged : Math.max(0, Math.min(this._staged, cap - this.committed));
+    if (n > 0) {
+      const first = this.committed;
+      const { k, v } = this.staging.read(range(0, n));
+      const rest = this.staging.exportImage(range(n, this._staged));
+      this.commit(k, v, n, first);
+      this.staging.clear(0);
+      this.staging.importImage(range(0, rest.n), rest);
+      this._staged -= n;
+    }
+    this._cap = cap;
+  }
+
+  trim(n: number): number {
+    if (!Number.isInteger(n) || n < 0) throw new MlxcelError('E_CACHE_TRIM', `${this.who}.trim: n must be a non-negative integer, got ${n}`);
+    const drop = Math.min(n, this._offset);
+    const fromMain = Math.max(0, drop - this._staged);
+    if (fromMain > 0) {
+      // Decide before touching anything: a refused trim leaves the cache exactly as it was.
+      const why = this.refuseDrop(fromMain);
+      if (why) throw new MlxcelError('E_CACHE_TRIM', `${this.who}.trim(${n}): ${why}`);
+    }
+    const fromStaging = drop - fromMain;
+    this._staged -= fromStaging;
+    this.staging.clear(this._staged);
+    if (fromMain > 0) this.dropMain(fromMain);
+    this._offset -= drop;
+    return drop;
+  }
+
+  // ---- reads ---------------------------------------------------------------------------------
+  segments(): KvSegmentDesc[] {
+    const s: KvSegmentDesc[] = [];
+    if (this.used > 0) s.push(this.main.segment(this.used));
+    if (this._staged > 0) s.push(this.staging.segment(this._staged));
+    return s;
+  }
+
+  slotPositions(): Int32Array {
+    const main = this.main.pos.subarray(0, this.used);
+    if (this._staged === 0) return main;
+    const all = new Int32Array(this.used + this._staged);
+    all.set(main);
+    all.set(this.staging.pos.subarray(0, this._staged), this.used);
+    return all;
+  }
+
+  attend(q: Float32Array, Tq: number, nHeads: number, qPos: Int32Array, opts: AttendOptions): Float32Array {
+    return attendOne(this, q, Tq, nHeads, qPos, opts);
+  }
+
+  // ---- state ---------------------------------------------------------------------------------
+  snapshot(): DetachedCache {
+    const f = this.format;
+    return {
+      version: 1, kind: this.kind, storage: f.storage, kBits: f.kBits, vBits: f.vBits, groupSize: f.groupSize,
+      nKvHeads: this.nKvHeads, headDim: this.headDim, vDim: this.vDim, window: this.windowSize(),
+      offset: this._offset, cap: this._cap, ropeRegime: this.ropeRegime,
+      main: copyImage(this.main.exportImage(range(0, this.used))),
+      staging: copyImage(this.staging.exportImage(range(0, this._staged))),
+      ring: this.ringState(),
+    };
+  }
+
+  detach(): DetachedCache {
+    const s = this.snapshot();
+    this.reset();
+    return s;
+  }
+
+  /** Back to a fresh, empty cache (storage format and geometry kept; the regime is forgotten). */
+  reset(): void {
+    this.main = new TiledStore(this.nKvHeads, this.headDim, this.vDim, this.format);
+    this.staging = new TiledStore(this.nKvHeads, this.headDim, this.vDim, STAGING_FORMAT);
+    this.used = 0;
+    this._staged = 0;
+    this._offset = 0;
+    this._cap = null;
+    this.ropeRegime = '';
+    this.resetKind();
+  }
+  protected abstract resetKind(): void;
+  protected windowSize(): number {
+    return 0;
+  }
+
+  adopt(state: DetachedCache): void {
+    const f = this.format;
+    const bad = (what: string): never => {
+      throw new MlxcelError('E_CACHE_ADOPT', `${this.who}.adopt: ${what}`);
+    };
+    if (!state || state.version !== 1) bad('not a detached cache state (version 1)');
+    if (state.kind !== this.kind) bad(`state is a ${state.kind} cache, this is a ${this.kind} cache`);
+    if (state.nKvHeads !== this.nKvHeads || state.headDim !== this.headDim || state.vDim !== this.vDim)
+      bad(`state is [${state.nKvHeads} KV heads, ${state.headDim}/${state.vDim}], this cache is [${this.nKvHeads}, ${this.headDim}/${this.vDim}]`);
+    if (state.storage !== f.storage || state.kBits !== f.kBits || state.vBits !== f.vBits || state.groupSize !== f.groupSize)
+      bad(`state stores ${state.storage} (K ${state.kBits}-bit, V ${state.vBits}-bit, group ${state.groupSize}), this cache ${f.storage} (K ${f.kBits}-bit, V ${f.vBits}-bit, group ${f.groupSize})`);
+    if (state.window !== this.windowSize()) bad(`state has window ${state.window}, this cache ${this.windowSize()}`);
+    if (!Number.isInteger(state.offset) || state.offset < state.main.n + state.staging.n)
+      bad(`offset ${state.offset} is smaller than the ${state.main.n + state.staging.n} rows it holds`);
+    if (state.cap !== null && !Number.isInteger(state.cap)) bad(`cap ${state.cap} is not an integer`);
+    if (typeof state.ropeRegime !== 'string') bad('ropeRegime is not a string');
+    this.checkState(state);
+    this.reset();
+    this.restoreMain(state);
+    this.staging.reserve(state.staging.n);
+    this.staging.importImage(range(0, state.staging.n), state.staging);
+    this._staged = state.staging.n;
+    this._offset = state.offset;
+    this._cap = state.cap;
+    this.ropeRegime = state.ropeRegime;
+  }
+}

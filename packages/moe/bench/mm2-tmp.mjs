@@ -1,0 +1,12 @@
+import native from '@mlxcel/core-native';
+import { randomFillSync } from 'node:crypto';
+const N = 6400, K = 4096, G = 64, M = +(process.argv[2] ?? 128);
+const mk = (rows, cols) => { const data = new Uint8Array(rows * cols / 2); randomFillSync(data); return { dtype: 3, data, rows, cols, scales: new Float32Array(rows * cols / G).fill(0.01), biases: new Float32Array(rows * cols / G).fill(-0.08), scaleDtype: 0, bits: 4, groupSize: G }; };
+const gate = mk(N, K), up = mk(N, K), dn = mk(K, N);
+const x = new Float32Array(M * K).fill(0.5), out = new Float32Array(M * K);
+const ids = new Int32Array(M).fill(0), wts = new Float32Array(M).fill(1);
+const reps = +(process.argv[3] ?? 10);
+const t0 = performance.now();
+for (let i = 0; i < reps; i++) native.moeSwitchGLU({ x, T: M, k: 1, numExperts: 1, ids, weights: wts, gate, up, down: dn, activation: 0, path: 2, out });
+const ms = (performance.now() - t0) / reps;
+console.log(ms.toFixed(1), 'ms', (6 * M * N * K / ms / 1e6).toFixed(0), 'GFLOPS');
