@@ -4,7 +4,7 @@
 //   rmsNorm / layerNorm: |d| <= 1e-5 |ref| + 1e-6           softmax: |d| <= 1e-5 |ref| + 1e-7
 //   unary ops: |d| <= 4e-6 |ref| + 2e-7 (exp is a polynomial approximation within ~2 ulp)
 //   binary ops: exact (IEEE f32 +, -, *, /, max)              affine: one rounding of x*s + t
-//   rope: |d| <= 2^-22 (|a cos| + |b sin|) per output
+//   rope: |d| <= 2^-22 (|a cos| + |b sin|) for a' = a cos - b sin (likewise for b')
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as native from '../lib/index.js';
 import { checkClose, randF32, rng, VARIANTS } from './helpers.js';
@@ -221,9 +221,10 @@ for (const isa of VARIANTS) {
                 const [ia, ib] = interleaved ? [2 * i, 2 * i + 1] : [i, i + half];
                 const a = x[base + ia]!, b = x[base + ib]!;
                 const c = cos[pos[t]! * half + i]!, s = sin[pos[t]! * half + i]!;
-                const tol = 2 ** -22 * (Math.abs(a * c) + Math.abs(b * s));
+                const tolA = 2 ** -22 * (Math.abs(a * c) + Math.abs(b * s));
+                const tolB = 2 ** -22 * (Math.abs(b * c) + Math.abs(a * s));
                 const ea = a * c - b * s, eb = b * c + a * s;
-                if (!(Math.abs(out[base + ia]! - ea) <= tol && Math.abs(out[base + ib]! - eb) <= tol))
+                if (!(Math.abs(out[base + ia]! - ea) <= tolA && Math.abs(out[base + ib]! - eb) <= tolB))
                   throw new Error(`${isa} rope inter=${interleaved} t=${t} h=${h} i=${i}: (${out[base + ia]}, ${out[base + ib]}) vs (${ea}, ${eb})`);
                 seen.add(ia).add(ib);
               }

@@ -45,6 +45,15 @@ describe('phi3 config', () => {
     expect([e.key, e.code]).toEqual(['rope_scaling.short_factor', 'E_CONFIG_ROPE']);
   });
 
+  it('partial rotary: rotary_dim = floor(D · factor) sets the factor-list length (Phi-4-mini: 0.75 · 128 = 96)', () => {
+    const rs = phi3.rope_scaling as { short_factor: number[]; long_factor: number[] };
+    const e = errorOf(() => parsePhi3Config({ ...phi3, partial_rotary_factor: 0.5 }));
+    expect([e.key, e.code]).toEqual(['rope_scaling.short_factor', 'E_CONFIG_ROPE']);
+    const half = { ...rs, short_factor: rs.short_factor.slice(0, 8), long_factor: rs.long_factor.slice(0, 8) };
+    const c = parsePhi3Config({ ...phi3, partial_rotary_factor: 0.5, rope_scaling: half });
+    expect([c.head_dim, c.rope.rotaryDim, c.partial_rotary_factor]).toEqual([32, 16, 0.5]);
+  });
+
   it('missing shape keys are reported as missing', () => {
     for (const key of ['hidden_size', 'vocab_size', 'intermediate_size', 'num_hidden_layers']) {
       const e = errorOf(() => parsePhi3Config(without(phi3, key)));
@@ -105,7 +114,7 @@ describe('phi3small config', () => {
     expect(parsePhi3SmallConfig({ ...small, dense_attention_every_n_layers: 0 }).dense_attention_every_n_layers).toBeNull();
     expect(parsePhi3SmallConfig({ ...small, dense_attention_every_n_layers: null }).dense_attention_every_n_layers).toBeNull();
   });
-  it('the HF rule differs from mlx-lm for n ≠ 2: n = 3 ⇒ layers 2, 5 dense (mlx-lm's ℓ mod n = 0 rule: only 0 and 3 block-sparse)', () => {
+  it('the HF rule differs from mlx-lm for n ≠ 2: n = 3 ⇒ layers 2, 5 dense (mlx-lm rule ℓ mod n = 0: only 0 and 3 block-sparse)', () => {
     const c = parsePhi3SmallConfig({ ...small, num_hidden_layers: 6, dense_attention_every_n_layers: 3 });
     expect([0, 1, 2, 3, 4, 5].filter((l) => isDenseLayer(c, l))).toEqual([2, 5]);
     const all = parsePhi3SmallConfig({ ...small, dense_attention_every_n_layers: null });

@@ -3,6 +3,7 @@
  * (long table; crossing L₀ = 32 during decode with a full re-encode). Tolerance: fixtures/README.md.
  */
 import { describe, expect, it } from 'vitest';
+import type { PhiForwardInput, PhiSequence } from '../src/index.js';
 import { greedy, fullLogits, loadFixtureModel, maxAbsDiff } from './helpers.js';
 
 const TOL = 1e-3;
@@ -37,12 +38,11 @@ describe('phi3-tiny-long crossing', () => {
   it('switches short → long exactly at the step that feeds the 33rd token', () => {
     const prompt = fx.i32('crossing_input_ids');
     const ids = fx.i32('crossing_greedy_ids');
-    const state = model.newState() as unknown as { regime: { table: string } | null; offset: number };
-    const st = state as never;
-    model.forward([{ ids: prompt, state: st }], { logits: 'last' });
-    for (let s = 0; s < 4; s++) model.forward([{ ids: ids.subarray(s, s + 1), state: st }], { logits: 'last' });
+    const state = model.newState() as PhiSequence;
+    model.forward([{ ids: prompt, state }], { logits: 'last' });
+    for (let s = 0; s < 4; s++) model.forward([{ ids: ids.subarray(s, s + 1), state }], { logits: 'last' });
     expect([state.offset, state.regime?.table]).toEqual([32, 'short']);
-    const row = model.forward([{ ids: ids.subarray(4, 5), state: st }], { logits: 'last' })[0]!;
+    const row = model.forward([{ ids: ids.subarray(4, 5), state }], { logits: 'last' })[0]!;
     expect([state.offset, state.regime?.table]).toEqual([33, 'long']);
     expect(maxAbsDiff(row, fx.f32('crossing_greedy_logits').subarray(5 * 320, 6 * 320))).toBeLessThanOrEqual(TOL);
   });
@@ -52,7 +52,7 @@ describe('phi3-tiny-long crossing', () => {
     const ids = fx.i32('crossing_greedy_ids');
     const ref = fx.f32('crossing_greedy_logits');
     const state = model.newState();
-    const rows: Float32Array[] = [model.forward([{ ids: prompt, state, totalLength: 36 } as never], { logits: 'last' })[0]!];
+    const rows: Float32Array[] = [model.forward([{ ids: prompt, state, totalLength: 36 } as PhiForwardInput], { logits: 'last' })[0]!];
     for (let s = 0; s < 7; s++) rows.push(model.forward([{ ids: ids.subarray(s, s + 1), state }], { logits: 'last' })[0]!);
     // Steps 0–4 (total ≤ 32) were short in the reference: the long keys give clearly different logits.
     for (let s = 0; s < 5; s++) expect(maxAbsDiff(rows[s]!, ref.subarray(s * 320, (s + 1) * 320))).toBeGreaterThan(1e-2);

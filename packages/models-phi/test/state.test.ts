@@ -146,3 +146,20 @@ describe('sliding window (HF: key j visible from i iff i − W < j ≤ i)', () =
     expect(maxAbsDiff(got!, fresh.subarray(50 * V))).toBeLessThanOrEqual(TOL);
   });
 });
+
+describe('partial rotary (Phi-4-mini style) end to end', () => {
+  const fx = fixture('phi3-tiny-short');
+  const rs = fx.config.rope_scaling as { short_factor: number[]; long_factor: number[] };
+  const cfg = { ...fx.config, partial_rotary_factor: 0.5, rope_scaling: { ...rs, short_factor: rs.short_factor.slice(0, 8), long_factor: rs.long_factor.slice(0, 8) } };
+  const model = new Phi3Model(cfg, fx.weights);
+  const prompt = fx.i32('input_ids');
+  const V = model.vocabSize;
+  it('rotates only the first half of each head: differs from full rotary, decode == full forward', () => {
+    const full = fullLogits(model, prompt);
+    expect(maxAbsDiff(full, fx.f32('logits'))).toBeGreaterThan(1e-2);
+    const s = model.newState();
+    const rows = new Float32Array(prompt.length * V);
+    for (let t = 0; t < prompt.length; t++) rows.set(model.forward([{ ids: prompt.subarray(t, t + 1), state: s }])[0]!, t * V);
+    expect(maxAbsDiff(rows, full)).toBeLessThanOrEqual(TOL);
+  });
+});

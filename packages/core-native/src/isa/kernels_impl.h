@@ -856,7 +856,8 @@ static void softmax(const float* x, int64_t rows, int64_t dim, float* out) {
 static inline vf unary_v(int op, vf v) {
   switch (op) {
     case kSilu: return v / (1.0f + vexp(-v));
-    case kGeluTanh: return 0.5f * v * (1.0f + vtanh(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+    // 0.5 v (1 + tanh(u)) = v / (1 + exp(-2u)): no cancellation where tanh(u) is near -1.
+    case kGeluTanh: return v / (1.0f + vexp(-1.5957691216057308f * (v + 0.044715f * v * v * v)));
     case kRelu: return vmax(v, vsplat(0.f));
     case kTanh: return vtanh(v);
     case kExp: return vexp(v);
@@ -869,7 +870,7 @@ static inline vf unary_v(int op, vf v) {
 static inline float unary_s(int op, float v) {
   switch (op) {
     case kSilu: return v / (1.0f + std::exp(-v));
-    case kGeluTanh: return 0.5f * v * (1.0f + std::tanh(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+    case kGeluTanh: return v / (1.0f + std::exp(-1.5957691216057308f * (v + 0.044715f * v * v * v)));
     case kGeluErf: return 0.5f * v * (1.0f + std::erf(v * 0.7071067811865476f));
     case kRelu: return v > 0.f ? v : 0.f;
     case kTanh: return std::tanh(v);

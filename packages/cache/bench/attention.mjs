@@ -1,0 +1,139 @@
+#!/usr/bin/env node
+// `pnpm bench attention`: decode attention over f16 / q8 / k8v4 caches as a fraction of the read
+// bandwidth measured in the same run, and prefill attention GFLOP/s.
+//
+//   node packages/cache/bench/attention.mjs [--threads N] [--isa NAME] [--runs R] [--quick] [--json]
+//
+// Read bandwidth: core-native streamSum over a 1 GiB buffer on all pool threads (as bench kernels).
+// Decode: one query row, 8 query heads per KV head (8 KV heads, 64 query heads), head_dim 128 and 256,
+// contexts 4096 and 16384. Each configuration builds enough caches (one per "layer") that one pass
+// touches >= 512 MiB, far beyond the last-level cache, and times a pass over all of them, so every call
+// streams its KV from DRAM. KV bytes = every byte the kernel must read: codes, scales and biases.
+// Prefill: 2048 tokens, causal, 32 query heads over 8 KV heads, head_dim 128; GFLOP/s counts the
+// multiply-adds of the visible (causal) half: 4 * heads * headDim * T(T+1)/2 / t.
+// Every figure is the median of several timed passes after a warm-up pass.
+import { loadavg } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { randomFillSync } from 'node:crypto';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const native = await import(pathToFileURL(join(here, '../node_modules/@mlxcel/core-native/lib/index.js')).href);
+const cache = await import(pathToFileURL(join(here, '../dist/index.js')).href);
+
+const args = process.argv.slice(2);
+const opt = (name, dflt) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 && i + 1 < args.length ? args[i + 1] : dflt;
+};
+const quick = args.includes('--quick');
+const asJson = args.includes('--json');
+const runs = Math.max(3, Number(opt('runs', quick ? 3 : 7)));
+if (opt('isa')) native.setIsa(opt('isa'));
+const info = native.cpuInfo();
+const threads = Number(opt('threads', info.physicalCores));
+native.setThreads(threads);
+const log = asJson ? () => {} : (s = '') => console.log(s);
+const GiB = 1024 ** 3, MiB = 1024 ** 2;
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const now = () => Number(process.hrtime.bigint()) / 1e9;
+function timeIt(fn) {
+  fn();
+  const t = [];
+  for (let r = 0; r < runs; r++) {
+    const t0 = now();
+    fn();
+    t.push(now() - t0);
+  }
+  return median(t);
+}
+
+/** Deterministic pseudo-random floats in [-1, 1) (fast enough for hundreds of MiB of rows). */
+function fillRandom(a, seed) {
+  let x = seed >>> 0 || 1;
+  for (let i = 0; i < a.length; i++) {
+    x ^= x << 13; x ^= x >>> 17; x ^= x << 5;
+    a[i] = ((x >>> 0) / 4294967296) * 2 - 1;
+  }
+}
+
+// --- read bandwidth -----------------------------------------------------------------------------
+const probe = new Uint8Array(native.alloc(GiB));
+randomFillSync(probe.subarray(0, 64 * MiB));
+for (let off = 64 * MiB; off < GiB; off += 64 * MiB) probe.copyWithin(off, 0, 64 * MiB);
+const bandwidth = GiB / timeIt(() => native.streamSum(probe)) / 1e9;
+
+log(`@mlxcel/cache attention bench — ${info.isa}, ${threads} threads (${info.physicalCores} physical cores), load ${loadavg()[0].toFixed(2)}`);
+log(`read bandwidth (streamSum, 1 GiB): ${bandwidth.toFixed(1)} GB/s`);
+log('');
+
+const KV_HEADS = 8, GROUP = 8;
+const STORAGES = ['f16', 'q8', 'k8v4'];
+const results = { isa: info.isa, threads, bandwidthGBs: bandwidth, decode: [], prefill: null };
+
+/** A cache of `ctx` random tokens (written in chunks so the f32 source stays small). */
+function makeCache(storage, D, ctx, seed) {
+  const c = cache.createLayerCache({ nKvHeads: KV_HEADS, headDim: D }, storage);
+  const chunk = 1024;
+  const k = new Float32Array(chunk * KV_HEADS * D), v = new Float32Array(chunk * KV_HEADS * D);
+  for (let t = 0; t < ctx; t += chunk) {
+    fillRandom(k, seed + t);
+    fillRandom(v, seed + t + 7);
+    c.update(k, v, Math.min(chunk, ctx - t));
+  }
+  return c;
+}
+
+/** Bytes the kernel reads per context slot (all KV heads): codes + scales + biases. */
+function bytesPerSlot(storage, D) {
+  const f = cache.storeFormat(storage, D, D);
+  if (!f.quantized) return (KV_HEADS * 2 * D * f.kBits) / 8;
+  return KV_HEADS * (D + (D * f.vBits) / 8 + 8 * (2 * D / f.groupSize));
+}
+
+log('decode attention (1 query row, 64 query heads over 8 KV heads):');
+log('  ctx     hd   storage   time/layer   KV GB/s   of read bw   vs f16');
+for (const D of [128, 256]) {
+  for (const ctx of quick ? [4096] : [4096, 16384]) {
+    let f16Time = 0;
+    for (const storage of STORAGES) {
+      const perLayer = bytesPerSlot(storage, D) * ctx;
+      const layers = Math.max(2, Math.ceil((quick ? 128 * MiB : 512 * MiB) / perLayer));
+      const caches = [];
+      for (let l = 0; l < layers; l++) caches.push(makeCache(storage, D, ctx, 1000 * l + 1));
+      const q = new Float32Array(KV_HEADS * GROUP * D);
+      fillRandom(q, 99);
+      const qPos = Int32Array.of(ctx - 1);
+      const opts = { scale: 1 / Math.sqrt(D) };
+      const t = timeIt(() => {
+        for (const c of caches) c.attend(q, 1, KV_HEADS * GROUP, qPos, opts);
+      }) / layers;
+      if (storage === 'f16') f16Time = t;
+      const gbs = perLayer / t / 1e9;
+      results.decode.push({ ctx, headDim: D, storage, layerSeconds: t, kvGBs: gbs, fractionOfBandwidth: gbs / bandwidth, vsF16: t / f16Time });
+      log(`  ${String(ctx).padEnd(7)} ${String(D).padEnd(4)} ${storage.padEnd(9)} ${(t * 1e3).toFixed(3).padStart(8)} ms ${gbs.toFixed(1).padStart(8)} ${(100 * gbs / bandwidth).toFixed(1).padStart(10)} % ${(t / f16Time).toFixed(2).padStart(7)}x`);
+      caches.length = 0;
+    }
+  }
+}
+
+// --- prefill ------------------------------------------------------------------------------------
+{
+  const T = quick ? 1024 : 2048, D = 128, nH = 32;
+  const c = cache.createLayerCache({ nKvHeads: KV_HEADS, headDim: D }, 'f32');
+  const k = new Float32Array(T * KV_HEADS * D), v = new Float32Array(T * KV_HEADS * D), q = new Float32Array(T * nH * D);
+  fillRandom(k, 1); fillRandom(v, 2); fillRandom(q, 3);
+  c.update(k, v, T);
+  const qPos = Int32Array.from({ length: T }, (_, i) => i);
+  const t = timeIt(() => c.attend(q, T, nH, qPos, { scale: 1 / Math.sqrt(D) }));
+  const flops = 4 * nH * D * (T * (T + 1)) / 2;
+  results.prefill = { tokens: T, heads: nH, headDim: D, seconds: t, gflops: flops / t / 1e9 };
+  log('');
+  log(`prefill attention (${T} tokens causal, ${nH} query heads / ${KV_HEADS} KV heads, hd ${D}, f32 cache): ${(t * 1e3).toFixed(1)} ms, ${(flops / t / 1e9).toFixed(1)} GFLOP/s`);
+}
+
+if (asJson) console.log(JSON.stringify(results, null, 2));
