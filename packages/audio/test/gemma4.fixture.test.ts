@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
+import { Checkpoint, MemoryWeights, Tensor } from '@mlxcel/tensor';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { audioSoftTokens, encodeAudio, extractLogMel, gemma4AudioTokenCount, inclusiveWindow, loadAudioModel, type AudioModel } from '../src/index.js';
+import { audioModelFrom, audioSoftTokens, encodeAudio, extractLogMel, gemma4AudioTokenCount, inclusiveWindow, loadAudioModel, type AudioModel } from '../src/index.js';
 import { expected, maxAbsDiff, relMaxDiff, type Expected } from './helpers.js';
 
 describe('gemma4-audio-tiny', () => {
@@ -54,5 +56,39 @@ describe('gemma4-audio-tiny', () => {
     expect(relMaxDiff(out.hidden.subarray(0, n * D), base.hidden.subarray(0, n * D))).toBeLessThanOrEqual(1e-5);
     expect(Array.from(out.mask.subarray(0, n))).toEqual(new Array(n).fill(1));
     expect(out.mask[n]).toBe(0);
+  });
+});
+
+describe('mlx-vlm layout', () => {
+  it('audio_tower.* names with channels-last conv kernels load to the same encoder', () => {
+    const e = expected('gemma4-audio-tiny');
+    const hf = Checkpoint.open(e.dir);
+    const mem = new MemoryWeights();
+    for (const k of hf.keys()) {
+      let t = hf.get(k);
+      if (k.endsWith('conv.weight') && t.shape.length === 4) {
+        // [out, in, kh, kw] -> [out, kh, kw, in]
+        const [o, i, kh, kw] = t.shape as [number, number, number, number];
+        const src = t.toF32(), dst = new Float32Array(src.length);
+        for (let a = 0; a < o; a++) for (let b = 0; b < i; b++) for (let y = 0; y < kh; y++) for (let x = 0; x < kw; x++)
+          dst[((a * kh + y) * kw + x) * i + b] = src[((a * i + b) * kh + y) * kw + x]!;
+        t = Tensor.fromF32(dst, [o, kh, kw, i]);
+      } else if (k.endsWith('depthwise_conv1d.weight')) {
+        t = t.reshape([t.shape[0]!, t.shape[2]!, 1]);
+      }
+      mem.set(k.replace(/^model\.(audio_tower|embed_audio)\./, '$1.'), t);
+    }
+    const config = JSON.parse(readFileSync(`${e.dir}/config.json`, 'utf8'));
+    const m = audioModelFrom({ config, weights: mem });
+    const out = encodeAudio(m, e.f32('waveform')).encoder;
+    expect(relMaxDiff(out.hidden, e.f32('audio_encoder_output'))).toBeLessThanOrEqual(1e-3);
+    expect(relMaxDiff(audioSoftTokens(m, e.f32('waveform')).embeds, e.f32('audio_embeds'))).toBeLessThanOrEqual(1e-3);
+  });
+
+  it('a checkpoint without an audio tower is rejected by name', () => {
+    const e = expected('gemma4-audio-tiny');
+    const config = JSON.parse(readFileSync(`${e.dir}/config.json`, 'utf8'));
+    expect(() => audioModelFrom({ config, weights: new MemoryWeights(), name: 'text-only' })).toThrow(/text-only: no audio tower tensors \(looked for model\.audio_tower\.\*, audio_tower\.\*\)/);
+    expect(() => audioModelFrom({ config: { ...config, audio_config: null }, weights: new MemoryWeights() })).toThrow(/no audio_config/);
   });
 });

@@ -85,7 +85,8 @@ describe('prompt placement and embedding overrides', () => {
   });
 
   it('Gemma 3n: 188 soft rows plus the hard embedding for <end_of_audio>; id-level expansion', () => {
-    if (g3n.family !== 'gemma3n') throw new Error('gemma3n expected');
+    const m = g3n;
+    if (m.family !== 'gemma3n') throw new Error('gemma3n expected');
     const soft = audioSoftTokens(g3n, Float32Array.from({ length: 16000 }, (_, i) => 0.2 * Math.sin(i / 5)));
     const ids = expandAudioPlaceholderIds([2, 105, 7, 321, 8, 106], g3n, [soft.nTokens], { newlines: 108 });
     expect(ids.length).toBe(6 - 1 + 188 + 4);
@@ -95,8 +96,8 @@ describe('prompt placement and embedding overrides', () => {
     expect(ov.rows.length).toBe(189);
     expect(ov.rows[188]).toBe(193); // <end_of_audio> through the hard path
     const H = g3n.textHidden;
-    expect(Array.from(ov.values.subarray(188 * H))).toEqual(Array.from(g3n.embedder.hard([320])));
+    expect(Array.from(ov.values.subarray(188 * H))).toEqual(Array.from(m.embedder.hard([320])));
     expect(() => expandAudioPlaceholderIds([321], g3n, [188])).toThrow(/pass its token id as opts.newlines/);
-    expect(() => g3n.embedder.hard([5])).toThrow(/id 5 is not an audio token \(320\.\.383\)/);
+    expect(() => m.embedder.hard([5])).toThrow(/id 5 is not an audio token \(320\.\.383\)/);
   });
 });

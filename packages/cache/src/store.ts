@@ -1,7 +1,8 @@
 /**
- * One run of KV slots in the layout the native attention kernel reads directly: tiles of 16 slots,
- * per tile and KV head K transposed ([headDim][16]) and V as rows ([16][vDim]); quantized stores add
- * f32 scales/biases per group (see core-native src/kernels.h KvSegment). Conversion and quantization
+ * One run of KV slots in the layout the native attention kernel reads directly: head-major (each KV
+ * head's slots form one block, so a head's keys stream sequentially), slots in tiles of 16 with K
+ * transposed per tile ([headDim][16]) and V as rows; quantized stores add f32 scales/biases per group
+ * (see core-native src/kernels.h KvSegment). Conversion and quantization
  * happen once, on write, in native code; nothing is ever dequantized into a whole-cache copy.
  *
  * A store knows nothing about rings or caps: callers choose slots. `pos[slot]` is the absolute token
@@ -58,19 +59,21 @@ export class TiledStore {
   reserve(slots: number): void {
     if (slots <= this._capacity) return;
     const cap = Math.ceil(slots / TILE) * TILE;
+    const old = this._capacity;
     const { nKvHeads: H, headDim: D, vDim: DV, format: f } = this;
-    const grow = <T extends Uint8Array | Float32Array>(old: T, n: number, make: (n: number) => T): T => {
-      const a = make(n);
-      a.set(old as never);
+    // Head-major layout: each head's slots are one block, so growing moves every head's block to its
+    // new start (one copy per head and buffer; amortised by growing in steps).
+    const grow = <T extends Uint8Array | Float32Array>(prev: T, perSlot: number, make: (n: number) => T): T => {
+      const a = make(cap * H * perSlot);
+      for (let h = 0; h < H && old > 0; h++) a.set(prev.subarray(h * old * perSlot, (h + 1) * old * perSlot) as never, h * cap * perSlot);
       return a;
     };
     const u8 = (n: number) => new Uint8Array(n);
     const f32 = (n: number) => new Float32Array(n);
-    // Tile-major layout: growing appends whole tiles, so the old bytes are a prefix of the new ones.
-    this.k = grow(this.k, (cap * H * D * f.kBits) / 8, u8);
-    this.v = grow(this.v, (cap * H * DV * f.vBits) / 8, u8);
+    this.k = grow(this.k, (D * f.kBits) / 8, u8);
+    this.v = grow(this.v, (DV * f.vBits) / 8, u8);
     if (f.quantized) {
-      const gk = cap * H * (D / f.groupSize), gv = cap * H * (DV / f.groupSize);
+      const gk = D / f.groupSize, gv = DV / f.groupSize;
       this.kScales = grow(this.kScales ?? f32(0), gk, f32);
       this.kBiases = grow(this.kBiases ?? f32(0), gk, f32);
       this.vScales = grow(this.vScales ?? f32(0), gv, f32);

@@ -37,10 +37,14 @@ KvSegment segment_arg(Napi::Env env, const Napi::Value& val, const std::string& 
   Bytes v = bytes_arg(o.Get("v"), fn, (w + ".v").c_str());
   sg.k = k.data;
   sg.v = v.data;
-  const size_t nt = size_t((sg.n + kKvTile - 1) / kKvTile);
+  if (sg.layout == kKvTiles) {
+    sg.capacity = int_arg(o.Get("capacity"), fn, (w + ".capacity").c_str(), 0, int64_t(1) << 31);
+    if (sg.capacity % kKvTile || sg.capacity < sg.n)
+      throw_range(env, "attention: " + w + ".capacity " + S(sg.capacity) + " must be a multiple of " + S(kKvTile) + " and >= n (" + S(sg.n) + ")");
+  }
   if (sg.dtype != kQAffine) {
     const size_t esz = sg.dtype == kF32 ? 4 : 2;
-    const size_t slots = sg.layout == kKvTiles ? nt * kKvTile : size_t(sg.n);
+    const size_t slots = sg.layout == kKvTiles ? size_t(sg.capacity) : size_t(sg.n);
     need_bytes(env, "attention: " + w + ".k", k.size, slots * H * D * esz);
     need_bytes(env, "attention: " + w + ".v", v.size, slots * H * DV * esz);
     return sg;
@@ -53,7 +57,7 @@ KvSegment segment_arg(Napi::Env env, const Napi::Value& val, const std::string& 
     throw_range(env, "attention: " + w + ": headDim " + S(D) + " and vDim " + S(DV) + " must be multiples of groupSize " + S(sg.group));
   sg.v_bits = is_nullish(o.Get("vBits")) ? 8 : int(int_arg(o.Get("vBits"), fn, (w + ".vBits").c_str(), 4, 8));
   if (sg.v_bits != 4 && sg.v_bits != 8) throw_range(env, "attention: " + w + ".vBits = " + S(sg.v_bits) + " is not 4 or 8");
-  const size_t slots = nt * kKvTile;
+  const size_t slots = size_t(sg.capacity);
   need_bytes(env, "attention: " + w + ".k", k.size, slots * H * D);
   need_bytes(env, "attention: " + w + ".v", v.size, slots * H * DV * sg.v_bits / 8);
   sg.k_scales = f32_view(o.Get("kScales"), w + ".kScales", int64_t(slots) * H * (D / sg.group));

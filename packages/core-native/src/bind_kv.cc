@@ -115,12 +115,13 @@ inline void nibble_at(int c, int& byte, int& shift) {
   shift = i < 16 ? 0 : 4;
 }
 
-// Tile addressing helpers (see kernels.h KvSegment).
-inline int64_t th(int64_t slot, int h, int H) { return (slot / TK) * H + h; }
+// Head-major tile addressing (see kernels.h KvSegment): tile index of (slot, head) and V row index.
+inline int64_t tile_of(const Store& s, int64_t slot, int h) { return h * (s.cap / TK) + slot / TK; }
+inline int64_t vrow_of(const Store& s, int64_t slot, int h) { return h * s.cap + slot; }
 inline int lane(int64_t slot) { return int(slot % TK); }
 
 void write_row(const Store& s, int64_t slot, int h, const float* k, const float* v) {
-  const int64_t t = th(slot, h, s.H);
+  const int64_t t = tile_of(s, slot, h);
   const int ln = lane(slot);
   if (s.dtype != kQAffine) {
     for (int d = 0; d < s.D; d++) {
@@ -131,7 +132,7 @@ void write_row(const Store& s, int64_t slot, int h, const float* k, const float*
         std::memcpy(s.k + e * 2, &hv, 2);
       }
     }
-    const int64_t r = (t * TK + ln) * s.DV;
+    const int64_t r = vrow_of(s, slot, h) * s.DV;
     for (int d = 0; d < s.DV; d++) {
       if (s.dtype == kF32) std::memcpy(s.v + (r + d) * 4, &v[d], 4);
       else {
@@ -149,7 +150,7 @@ void write_row(const Store& s, int64_t slot, int h, const float* k, const float*
     s.ks[(t * s.ngk() + g) * TK + ln] = sc;
     s.kb[(t * s.ngk() + g) * TK + ln] = bi;
   }
-  const int64_t r = t * TK + ln;
+  const int64_t r = vrow_of(s, slot, h);
   uint8_t* row = s.v + r * s.vrow_bytes();
   if (s.vbits == 4) std::memset(row, 0, size_t(s.vrow_bytes()));
   for (int g = 0; g < s.ngv(); g++) {
@@ -170,11 +171,11 @@ void write_row(const Store& s, int64_t slot, int h, const float* k, const float*
 }
 
 void read_row(const Store& s, int64_t slot, int h, float* k, float* v) {
-  const int64_t t = th(slot, h, s.H);
+  const int64_t t = tile_of(s, slot, h);
   const int ln = lane(slot);
   if (s.dtype != kQAffine) {
     for (int d = 0; d < s.D; d++) k[d] = load_scalar(s.k, s.dtype, (t * s.D + d) * TK + ln);
-    const int64_t r = (t * TK + ln) * s.DV;
+    const int64_t r = vrow_of(s, slot, h) * s.DV;
     for (int d = 0; d < s.DV; d++) v[d] = load_scalar(s.v, s.dtype, r + d);
     return;
   }
@@ -182,7 +183,7 @@ void read_row(const Store& s, int64_t slot, int h, float* k, float* v) {
     const int g = d / s.group;
     k[d] = s.ks[(t * s.ngk() + g) * TK + ln] * float(s.k[(t * s.D + d) * TK + ln]) + s.kb[(t * s.ngk() + g) * TK + ln];
   }
-  const int64_t r = t * TK + ln;
+  const int64_t r = vrow_of(s, slot, h);
   const uint8_t* row = s.v + r * s.vrow_bytes();
   for (int c = 0; c < s.DV; c++) {
     int code;
@@ -230,7 +231,7 @@ Image image_arg(const Napi::Value& val, const char* fn, const Store& s, int64_t 
 
 // Copies one (slot, head) between the store and image row r (= h * T + i); to_image selects the direction.
 void move_row(const Store& s, const Image& im, int64_t slot, int h, int64_t r, bool to_image) {
-  const int64_t t = th(slot, h, s.H);
+  const int64_t t = tile_of(s, slot, h);
   const int ln = lane(slot);
   auto mv = [&](uint8_t* store_p, uint8_t* image_p, size_t n) {
     if (to_image) std::memcpy(image_p, store_p, n);
@@ -239,7 +240,7 @@ void move_row(const Store& s, const Image& im, int64_t slot, int h, int64_t r, b
   if (s.dtype != kQAffine) {
     const int esz = s.dtype == kF32 ? 4 : 2;
     for (int d = 0; d < s.D; d++) mv(s.k + ((t * s.D + d) * TK + ln) * esz, im.k + (r * s.D + d) * esz, size_t(esz));
-    mv(s.v + (t * TK + ln) * s.DV * esz, im.v + r * s.DV * esz, size_t(s.DV) * esz);
+    mv(s.v + vrow_of(s, slot, h) * s.DV * esz, im.v + r * s.DV * esz, size_t(s.DV) * esz);
     return;
   }
   for (int d = 0; d < s.D; d++) mv(s.k + (t * s.D + d) * TK + ln, im.k + r * s.D + d, 1);
@@ -247,7 +248,7 @@ void move_row(const Store& s, const Image& im, int64_t slot, int h, int64_t r, b
     mv(reinterpret_cast<uint8_t*>(s.ks + (t * s.ngk() + g) * TK + ln), reinterpret_cast<uint8_t*>(im.ks + r * s.ngk() + g), 4);
     mv(reinterpret_cast<uint8_t*>(s.kb + (t * s.ngk() + g) * TK + ln), reinterpret_cast<uint8_t*>(im.kb + r * s.ngk() + g), 4);
   }
-  const int64_t sr = t * TK + ln;
+  const int64_t sr = vrow_of(s, slot, h);
   mv(reinterpret_cast<uint8_t*>(s.vs + sr * s.ngv()), reinterpret_cast<uint8_t*>(im.vs + r * s.ngv()), size_t(s.ngv()) * 4);
   mv(reinterpret_cast<uint8_t*>(s.vb + sr * s.ngv()), reinterpret_cast<uint8_t*>(im.vb + r * s.ngv()), size_t(s.ngv()) * 4);
   uint8_t* srow = s.v + sr * s.vrow_bytes();

@@ -105,8 +105,11 @@ Napi::Value Argmax(const Napi::CallbackInfo& info) {
   int32_t* out = i32_arg(info[3], fn, "out", rows);
   for (int64_t r = 0; r < rows; r++) {
     const float* p = x + r * dim;
+    // The first maximum wins; NaN never wins (a row of NaN gives 0).
     int64_t best = 0;
-    for (int64_t i = 1; i < dim; i++) if (p[i] > p[best]) best = i;  // first maximum wins; NaN never wins
+    while (best < dim && std::isnan(p[best])) best++;
+    if (best == dim) best = 0;
+    for (int64_t i = best + 1; i < dim; i++) if (p[i] > p[best]) best = i;
     out[r] = int32_t(best);
   }
   return info.Env().Undefined();

@@ -33,10 +33,12 @@ constexpr int kKvTile = 16;  // slots per tile in kKvTiles (a storage layout: fi
 struct KvSegment {
   int dtype = kF32;        // kF32 / kF16 / kBF16, or kQAffine: K 8-bit codes, V v_bits codes (affine per group)
   int layout = kKvRows;    // kKvRows: K [n, H, D], V [n, H, DV] (dtype f32/f16/bf16 only)
-                           // kKvTiles, tile t, head h: K [D][16] at (t*H+h)*D*16 elements, V [16][DV] rows;
-                           // quantized: K scales/biases [D/group][16] at (t*H+h)*(D/group)*16,
-                           // V rows of DV*v_bits/8 bytes (4-bit: each 32-code chunk as 16 bytes, byte i =
-                           // code i | code i+16 << 4), V scales/biases [16][DV/group] at (t*H+h)*16*(DV/group)
+                           // kKvTiles: head-major, so one head's keys are one sequential stream. With
+                           // i = h*capacity/16 + t (head h, tile t = slot/16) and r = h*capacity + slot:
+                           // K tile [D][16] at i*D*16 elements, V row r of DV elements; quantized: K
+                           // scales/biases [D/group][16] at i*(D/group)*16, V row r of DV*v_bits/8 bytes
+                           // (4-bit: each 32-code chunk as 16 bytes, byte j = code j | code j+16 << 4),
+                           // V scales/biases at r*(DV/group)
   const uint8_t* k = nullptr;
   const uint8_t* v = nullptr;
   const float* k_scales = nullptr;
@@ -47,6 +49,7 @@ struct KvSegment {
   int group = 0;           // quantized: group size along the head dim (32, 64, 128)
   const int32_t* pos = nullptr;  // [n] absolute position per slot; < 0 = empty
   int64_t n = 0;           // slots
+  int64_t capacity = 0;    // kKvTiles: slots allocated per head (multiple of 16, >= n)
 };
 // One sequence of a batched attention call: query rows [q_begin, q_begin + n_q) of q / q_pos / out.
 struct AttnSeq {
@@ -167,7 +170,7 @@ struct KernelTable {
   void (*rope)(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, const int32_t* pos,
                const float* cos_tab, const float* sin_tab, int64_t rot_dim, bool interleaved);
   void (*attention)(const AttentionArgs& a);
-  // Sum of all bytes as 32-bit words (read-bandwidth probe for the benchmarks).
+  // Sum of the buffer's whole little-endian 32-bit words modulo 2^32 (read-bandwidth probe for the benchmarks).
   double (*stream_sum)(const uint8_t* p, int64_t bytes);
   // Audio (isa/audio_impl.h).
   void (*log_mel)(const LogMelArgs& a);

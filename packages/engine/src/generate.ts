@@ -92,7 +92,7 @@ export function prefill(
         ov = { rows: Int32Array.from(rows), values };
       }
     }
-    last = model.forward([{ ids: part, state, embeddingOverrides: ov }], { logits: 'last' })[0]!;
+    last = model.forward([{ ids: part, state, embeddingOverrides: ov, totalLength: state.offset + ids.length - i }], { logits: 'last' })[0]!;
     onProgress?.(Math.min(ids.length, i + step), ids.length);
   }
   const V = model.vocabSize;

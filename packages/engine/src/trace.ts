@@ -42,7 +42,7 @@ export function traceModel(model: LanguageModel, ids: Int32Array, opts: TraceOpt
   const step = opts.chunk && opts.chunk > 0 ? opts.chunk : T;
   for (let i = 0; i < T; i += step) {
     const part = ids.subarray(i, Math.min(T, i + step));
-    const out = model.forward([{ ids: part, state }], { logits: 'all' })[0]!;
+    const out = model.forward([{ ids: part, state, totalLength: T }], { logits: 'all' })[0]!;
     logits.set(out, i * V);
   }
   const result: TraceResult = { inputIds: ids, logits };

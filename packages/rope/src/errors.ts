@@ -1,3 +1,5 @@
+import { MlxcelError } from '@mlxcel/tensor';
+
 /** Why a RoPE configuration was rejected. */
 export type RopeErrorCode =
   /** The config (or a nested object such as `rope_scaling`) is not a JSON object. */
@@ -24,15 +26,15 @@ export type RopeErrorCode =
 /**
  * Thrown for every malformed RoPE configuration. `key` is the config key at fault, as a dotted
  * path from the config root (e.g. `rope_scaling.short_factor`, `text_config.rope_parameters.full_attention.rope_theta`).
+ * It is an `MlxcelError` (mlxcel's one error class), so callers can catch every mlxcel error alike.
  */
-export class RopeConfigError extends Error {
-  override readonly name = 'RopeConfigError';
-  readonly code: RopeErrorCode;
+export class RopeConfigError extends MlxcelError {
+  declare readonly code: RopeErrorCode;
   readonly key: string;
 
   constructor(code: RopeErrorCode, key: string, message: string) {
-    super(`${key}: ${message}`);
-    this.code = code;
+    super(code, `${key}: ${message}`);
+    this.name = 'RopeConfigError';
     this.key = key;
   }
 }

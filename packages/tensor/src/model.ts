@@ -25,6 +25,12 @@ export interface ForwardInput {
   state: SequenceState;
   /** Optional replacement embeddings for some rows (multimodal soft tokens): rows x hidden, row index list. */
   embeddingOverrides?: { rows: Int32Array; values: Float32Array };
+  /**
+   * The sequence's final length when this call is one chunk of a longer prefill. Models whose RoPE
+   * table depends on the total length (LongRoPE) pick the table from it, so chunked prefill uses the
+   * same table as a single pass instead of re-encoding at the crossing.
+   */
+  totalLength?: number;
 }
 
 export interface ForwardOptions {

@@ -56,17 +56,21 @@ const PIO2_MED = f(-hexf('1.5110b4', -22));
 const PIO2_LO = f(-hexf('1.846988', -48));
 const MAGIC = f(hexf('1.8', 23));
 
+// Polynomial coefficients (float32), highest order first.
+const COS = [hexf('1.98e616', -16), -hexf('1.6c06dc', -10), hexf('1.55553c', -5), -0.5, 1].map(f);
+const SIN = [hexf('1.7d3bbc', -19), -hexf('1.a06bba', -13), hexf('1.11119a', -7), -hexf('1.555556', -3)].map(f);
+
 function cosPoly(x2: number): number {
-  let r = fmaF32(f(hexf('1.98e616', -16)), x2, f(-hexf('1.6c06dc', -10)));
-  r = fmaF32(r, x2, f(hexf('1.55553c', -5)));
-  r = fmaF32(r, x2, -0.5);
-  return fmaF32(r, x2, 1);
+  let r = fmaF32(COS[0]!, x2, COS[1]!);
+  r = fmaF32(r, x2, COS[2]!);
+  r = fmaF32(r, x2, COS[3]!);
+  return fmaF32(r, x2, COS[4]!);
 }
 
 function sinPoly(x: number, x2: number): number {
-  let r = fmaF32(f(hexf('1.7d3bbc', -19)), x2, f(-hexf('1.a06bba', -13)));
-  r = fmaF32(r, x2, f(hexf('1.11119a', -7)));
-  r = fmaF32(r, x2, f(-hexf('1.555556', -3)));
+  let r = fmaF32(SIN[0]!, x2, SIN[1]!);
+  r = fmaF32(r, x2, SIN[2]!);
+  r = fmaF32(r, x2, SIN[3]!);
   r = fmaF32(r, x2, 0);
   return fmaF32(r, x, x);
 }

@@ -28,6 +28,18 @@ constexpr int kMinSplitTiles = 8; // split-K never makes a task of fewer tiles t
 static_assert(TK % VL == 0 && NT * QR == 8, "tile / vector width mismatch");
 
 static inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// f16 -> f32 for VL elements: the F16C/AVX-512 conversion instruction where the variant has it (exact,
+// subnormals and inf/nan included), else the generic bit manipulation of kernels_impl.h.
+static inline vf fast_f16(const uint8_t* p) {
+#if defined(__AVX512F__) && MLX_VL == 16
+  return (vf)_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+#elif defined(__F16C__) && MLX_VL == 8
+  return (vf)_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+#else
+  return load_f16(p);
+#endif
+}
 static inline int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 struct TileRef {
@@ -80,13 +92,14 @@ static inline void tile_positions(const KvSegment& sg, int64_t t, int32_t* p) {
 // K of tile t, KV head g, as f32 [D][TK]: a direct pointer for f32 tiles, else converted into `buf`.
 static const float* k_tile(const KvSegment& sg, int H, int D, int g, int64_t t, float* buf) {
   if (sg.layout == kKvTiles) {
-    const int64_t base = (t * H + g) * int64_t(D) * TK;
+    const int64_t ti = g * (sg.capacity / TK) + t;
+    const int64_t base = ti * int64_t(D) * TK;
     if (sg.dtype == kF32) return reinterpret_cast<const float*>(sg.k) + base;
     if (sg.dtype == kQAffine) {
       const uint8_t* c = sg.k + base;
       const int ng = D / sg.group;
-      const float* sc = sg.k_scales + (t * H + g) * int64_t(ng) * TK;
-      const float* bi = sg.k_biases + (t * H + g) * int64_t(ng) * TK;
+      const float* sc = sg.k_scales + ti * int64_t(ng) * TK;
+      const float* bi = sg.k_biases + ti * int64_t(ng) * TK;
       for (int gi = 0; gi < ng; gi++)
         for (int u = 0; u < NT; u++) {
           const vf s = vload(sc + gi * TK + u * VL), b = vload(bi + gi * TK + u * VL);
@@ -96,7 +109,10 @@ static const float* k_tile(const KvSegment& sg, int H, int D, int g, int64_t t, 
       return buf;
     }
     const uint8_t* src = sg.k + base * 2;
-    for (int64_t i = 0; i < int64_t(D) * TK; i += VL) vstore(buf + i, load_any(src, sg.dtype, i));
+    if (sg.dtype == kF16)
+      for (int64_t i = 0; i < int64_t(D) * TK; i += VL) vstore(buf + i, fast_f16(src + 2 * i));
+    else
+      for (int64_t i = 0; i < int64_t(D) * TK; i += VL) vstore(buf + i, load_bf16(src + 2 * i));
     return buf;
   }
   // Row layout: transpose 16 rows into [D][TK]; slots past n are zero (their scores get masked).
@@ -127,9 +143,10 @@ static const float* v_tile(const KvSegment& sg, int H, int DV, int DVp, int g, i
   bool all_valid = true;
   for (int lane = 0; lane < TK; lane++) all_valid &= tpos[lane] >= 0;
   stride = DVp;
+  const int64_t row0 = g * sg.capacity + t * TK;  // tile layout: V row of lane 0
   if (sg.layout == kKvTiles && sg.dtype == kF32 && DV == DVp && all_valid) {
     stride = DV;
-    return reinterpret_cast<const float*>(sg.v) + (t * H + g) * int64_t(TK) * DV;
+    return reinterpret_cast<const float*>(sg.v) + row0 * DV;
   }
   for (int lane = 0; lane < TK; lane++) {
     float* dst = buf + lane * DVp;
@@ -140,7 +157,7 @@ static const float* v_tile(const KvSegment& sg, int H, int DV, int DVp, int g, i
     const int64_t slot = t * TK + lane;
     if (sg.dtype == kQAffine) {
       const int ng = DV / sg.group;
-      const int64_t r = (t * H + g) * TK + lane;
+      const int64_t r = row0 + lane;
       const uint8_t* codes = sg.v + r * (int64_t(DV) * sg.v_bits / 8);
       const float* sc = sg.v_scales + r * ng;
       const float* bi = sg.v_biases + r * ng;
@@ -164,10 +181,13 @@ static const float* v_tile(const KvSegment& sg, int H, int DV, int DVp, int g, i
       continue;
     }
     const int esz = sg.dtype == kF32 ? 4 : 2;
-    const uint8_t* r = sg.layout == kKvTiles ? sg.v + ((t * H + g) * TK + lane) * int64_t(DV) * esz
+    const uint8_t* r = sg.layout == kKvTiles ? sg.v + (row0 + lane) * int64_t(DV) * esz
                                              : sg.v + (slot * H + g) * int64_t(DV) * esz;
     int d = 0;
-    for (; d + VL <= DV; d += VL) vstore(dst + d, load_any(r, sg.dtype, d));
+    if (sg.dtype == kF16)
+      for (; d + VL <= DV; d += VL) vstore(dst + d, fast_f16(r + 2 * d));
+    else
+      for (; d + VL <= DV; d += VL) vstore(dst + d, load_any(r, sg.dtype, d));
     for (; d < DV; d++) dst[d] = load_scalar(r, sg.dtype, d);
     for (; d < DVp; d++) dst[d] = 0.f;
   }
