@@ -6,7 +6,8 @@ export { extractLogMel, frameCount, type LogMelFeatures, type ExtractOptions } f
 export { melFilterbank, periodicHann } from './mel/filterbank.js';
 export { admits, gemma4Window, inclusiveWindow, type LocalWindow } from './conformer/window.js';
 export { parseGemma4AudioConfig, type Gemma4AudioConfig } from './gemma4/config.js';
-export { Gemma4AudioEncoder, Gemma4AudioEmbedder, type EncoderOutput } from './gemma4/encoder.js';
+export type { EncoderOutput } from './encoder-output.js';
+export { Gemma4AudioEncoder, Gemma4AudioEmbedder } from './gemma4/encoder.js';
 export { parseGemma3nAudioConfig, type Gemma3nAudioConfig } from './gemma3n/config.js';
 export { Gemma3nAudioEncoder, Gemma3nAudioEmbedder } from './gemma3n/encoder.js';
 export {

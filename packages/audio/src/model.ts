@@ -63,8 +63,10 @@ export function audioModelFrom(src: AudioModelSource): AudioModel {
   const prefixes = audioPrefixes(weights, src.name);
   const mel = melConfig(family, src.preprocessor ?? {});
   if (family === 'gemma4') {
-    const seq = (src.processor?.audio_seq_length as number | undefined) ?? undefined;
-    const cfg = parseGemma4AudioConfig(config, { nMel: mel.nMel, maxTokens: seq });
+    const seq = src.processor?.audio_seq_length ?? undefined;
+    if (seq !== undefined && !(Number.isInteger(seq) && (seq as number) > 0))
+      throw new MlxcelError('E_CONFIG', `processor_config.json: audio_seq_length must be a positive integer, got ${JSON.stringify(seq)}`);
+    const cfg = parseGemma4AudioConfig(config, { nMel: mel.nMel, maxTokens: seq as number | undefined });
     return {
       family, config: cfg, mel, textHidden: cfg.textHidden,
       encoder: Gemma4AudioEncoder.load(weights, prefixes.tower, cfg, quant),

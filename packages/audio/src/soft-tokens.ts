@@ -3,7 +3,7 @@
  * Gemma model packages call (see README "Multimodal path").
  */
 import { MlxcelError } from '@mlxcel/tensor';
-import type { EncoderOutput } from './gemma4/encoder.js';
+import type { EncoderOutput } from './encoder-output.js';
 import type { LocalWindow } from './conformer/window.js';
 import { extractLogMel, type LogMelFeatures } from './mel/extract.js';
 import type { AudioModel } from './model.js';

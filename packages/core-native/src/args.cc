@@ -61,6 +61,15 @@ int64_t int_arg(const Napi::Value& v, const char* fn, const char* name, int64_t 
   return i;
 }
 
+int64_t count_of(Napi::Env env, const char* fn, int64_t a, int64_t b, int64_t c) {
+  constexpr int64_t kMax = int64_t(1) << 61;
+  int64_t ab = 0, abc = 0;
+  if (a < 0 || b < 0 || c < 0 || __builtin_mul_overflow(a, b, &ab) || __builtin_mul_overflow(ab, c, &abc) || abc > kMax)
+    throw_range(env, std::string(fn) + ": sizes " + std::to_string(a) + " x " + std::to_string(b) + " x " + std::to_string(c) +
+                         " are too large");
+  return abc;
+}
+
 double num_arg(const Napi::Value& v, const char* fn, const char* name) {
   if (!v.IsNumber()) throw_type(v.Env(), where(fn, name) + " must be a number");
   return v.As<Napi::Number>().DoubleValue();
@@ -84,7 +93,7 @@ WeightRef weight_arg(const Napi::Value& v, const char* fn, const char* name) {
   Bytes data = bytes_arg(o.Get("data"), fn, (std::string(name) + ".data").c_str());
   r.data = data.data;
   if (r.dtype != kQAffine) {
-    size_t need = size_t(r.rows * r.cols) * (r.dtype == kF32 ? 4 : 2);
+    size_t need = size_t(count_of(env, fn, r.rows, r.cols)) * (r.dtype == kF32 ? 4 : 2);
     if (data.size < need)
       throw_range(env, w + ".data has " + std::to_string(data.size) + " bytes, needs " + std::to_string(need) +
                            " for [" + std::to_string(r.rows) + ", " + std::to_string(r.cols) + "]");
@@ -98,11 +107,11 @@ WeightRef weight_arg(const Napi::Value& v, const char* fn, const char* name) {
   if (r.cols % r.group != 0)
     throw_range(env, w + ": cols " + std::to_string(r.cols) + " is not a multiple of groupSize " + std::to_string(r.group));
   r.scale_dtype = int(int_arg(o.Get("scaleDtype"), fn, (std::string(name) + ".scaleDtype").c_str(), 0, 2));
-  const size_t packed = size_t(r.rows) * size_t(r.cols) * size_t(r.bits) / 8;
+  const size_t packed = size_t(count_of(env, fn, r.rows, r.cols, r.bits)) / 8;
   if (data.size < packed)
     throw_range(env, w + ".data has " + std::to_string(data.size) + " bytes, needs " + std::to_string(packed) +
                          " for " + std::to_string(r.bits) + "-bit [" + std::to_string(r.rows) + ", " + std::to_string(r.cols) + "]");
-  const size_t sbytes = size_t(r.rows) * size_t(r.cols / r.group) * (r.scale_dtype == kF32 ? 4 : 2);
+  const size_t sbytes = size_t(count_of(env, fn, r.rows, r.cols / r.group)) * (r.scale_dtype == kF32 ? 4 : 2);
   Bytes s = bytes_arg(o.Get("scales"), fn, (std::string(name) + ".scales").c_str());
   Bytes b = bytes_arg(o.Get("biases"), fn, (std::string(name) + ".biases").c_str());
   if (s.size < sbytes) throw_range(env, w + ".scales has " + std::to_string(s.size) + " bytes, needs " + std::to_string(sbytes));

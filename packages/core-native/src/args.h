@@ -29,6 +29,9 @@ int32_t* i32_arg(const Napi::Value& v, const char* fn, const char* name, int64_t
 // An integer Number in [lo, hi].
 int64_t int_arg(const Napi::Value& v, const char* fn, const char* name, int64_t lo, int64_t hi);
 double num_arg(const Napi::Value& v, const char* fn, const char* name);
+// a * b * c for element counts, throwing a RangeError when the product exceeds 2^61 (so a later
+// multiplication by an element size cannot overflow either).
+int64_t count_of(Napi::Env env, const char* fn, int64_t a, int64_t b, int64_t c = 1);
 bool bool_arg(const Napi::Value& v, const char* fn, const char* name);
 
 // Parses and validates a weight descriptor object:

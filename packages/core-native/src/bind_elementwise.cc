@@ -16,11 +16,11 @@ Napi::Value RmsNorm(const Napi::CallbackInfo& info) {
   const char* fn = "rmsNorm";
   int64_t rows = int_arg(info[1], fn, "rows", 0, int64_t(1) << 40);
   int64_t dim = int_arg(info[2], fn, "dim", 1, int64_t(1) << 30);
-  const float* x = f32_arg(info[0], fn, "x", rows * dim);
+  const float* x = f32_arg(info[0], fn, "x", count_of(info.Env(), fn, rows, dim));
   const float* w = is_nullish(info[3]) ? nullptr : f32_arg(info[3], fn, "weight", dim);
   float eps = float(num_arg(info[4], fn, "eps"));
   bool plus_one = bool_arg(info[5], fn, "plusOne");
-  float* out = f32_arg(info[6], fn, "out", rows * dim);
+  float* out = f32_arg(info[6], fn, "out", count_of(info.Env(), fn, rows, dim));
   kernels().rms_norm(x, rows, dim, w, eps, plus_one, out);
   return info.Env().Undefined();
 }
@@ -30,11 +30,11 @@ Napi::Value LayerNorm(const Napi::CallbackInfo& info) {
   const char* fn = "layerNorm";
   int64_t rows = int_arg(info[1], fn, "rows", 0, int64_t(1) << 40);
   int64_t dim = int_arg(info[2], fn, "dim", 1, int64_t(1) << 30);
-  const float* x = f32_arg(info[0], fn, "x", rows * dim);
+  const float* x = f32_arg(info[0], fn, "x", count_of(info.Env(), fn, rows, dim));
   const float* w = is_nullish(info[3]) ? nullptr : f32_arg(info[3], fn, "weight", dim);
   const float* b = is_nullish(info[4]) ? nullptr : f32_arg(info[4], fn, "bias", dim);
   float eps = float(num_arg(info[5], fn, "eps"));
-  float* out = f32_arg(info[6], fn, "out", rows * dim);
+  float* out = f32_arg(info[6], fn, "out", count_of(info.Env(), fn, rows, dim));
   kernels().layer_norm(x, rows, dim, w, b, eps, out);
   return info.Env().Undefined();
 }
@@ -44,8 +44,8 @@ Napi::Value Softmax(const Napi::CallbackInfo& info) {
   const char* fn = "softmax";
   int64_t rows = int_arg(info[1], fn, "rows", 0, int64_t(1) << 40);
   int64_t dim = int_arg(info[2], fn, "dim", 1, int64_t(1) << 32);
-  const float* x = f32_arg(info[0], fn, "x", rows * dim);
-  float* out = f32_arg(info[3], fn, "out", rows * dim);
+  const float* x = f32_arg(info[0], fn, "x", count_of(info.Env(), fn, rows, dim));
+  float* out = f32_arg(info[3], fn, "out", count_of(info.Env(), fn, rows, dim));
   kernels().softmax(x, rows, dim, out);
   return info.Env().Undefined();
 }
@@ -94,7 +94,7 @@ Napi::Value Rope(const Napi::CallbackInfo& info) {
   int64_t n_tok = int_arg(info[1], fn, "nTok", 0, int64_t(1) << 32);
   int64_t n_heads = int_arg(info[2], fn, "nHeads", 1, 1 << 16);
   int64_t head_dim = int_arg(info[3], fn, "headDim", 2, 1 << 16);
-  float* x = f32_arg(info[0], fn, "x", n_tok * n_heads * head_dim);
+  float* x = f32_arg(info[0], fn, "x", count_of(info.Env(), fn, n_tok, n_heads, head_dim));
   const int32_t* pos = i32_arg(info[4], fn, "positions", n_tok);
   int64_t rot = int_arg(info[7], fn, "rotDim", 0, head_dim);
   if (rot % 2) throw_range(info.Env(), "rope: rotDim must be even, got " + std::to_string(rot));

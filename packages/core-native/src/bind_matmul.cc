@@ -9,9 +9,9 @@ Napi::Value Matmul(const Napi::CallbackInfo& info) {
   const char* fn = "matmul";
   int64_t M = int_arg(info[1], fn, "M", 0, int64_t(1) << 32);
   WeightRef w = weight_arg(info[2], fn, "weight");
-  const float* x = f32_arg(info[0], fn, "x", M * w.cols);
+  const float* x = f32_arg(info[0], fn, "x", count_of(info.Env(), fn, M, w.cols));
   const float* bias = is_nullish(info[3]) ? nullptr : f32_arg(info[3], fn, "bias", w.rows);
-  float* y = f32_arg(info[4], fn, "out", M * w.rows);
+  float* y = f32_arg(info[4], fn, "out", count_of(info.Env(), fn, M, w.rows));
   if (M > 0 && w.rows > 0) kernels().matmul(x, M, w, bias, y);
   return info.Env().Undefined();
 }
@@ -26,7 +26,7 @@ Napi::Value Gather(const Napi::CallbackInfo& info) {
     if (ids[i] < 0 || ids[i] >= w.rows)
       throw_range(info.Env(), "gather: ids[" + std::to_string(i) + "] = " + std::to_string(ids[i]) +
                                   " is outside the table's " + std::to_string(w.rows) + " rows");
-  float* out = f32_arg(info[2], fn, "out", n * w.cols);
+  float* out = f32_arg(info[2], fn, "out", count_of(info.Env(), fn, n, w.cols));
   kernels().gather_rows(ids, n, w, out);
   return info.Env().Undefined();
 }

@@ -57,13 +57,13 @@ Napi::Value Quantize(const Napi::CallbackInfo& info) {
   if (bits == 7) throw_range(env, "quantize: bits must be 2, 3, 4, 5, 6 or 8");
   if (group != 32 && group != 64 && group != 128) throw_range(env, "quantize: group must be 32, 64 or 128");
   if (cols % group) throw_range(env, "quantize: cols " + std::to_string(cols) + " is not a multiple of group " + std::to_string(group));
-  const float* w = f32_arg(info[0], fn, "w", rows * cols);
+  const float* w = f32_arg(info[0], fn, "w", count_of(env, fn, rows, cols));
   Bytes words = bytes_arg(info[5], fn, "outWords");
   const int64_t row_words = cols * bits / 32;
-  if (words.size < size_t(rows * row_words * 4)) throw_range(env, "quantize: outWords is too small");
+  if (words.size < size_t(count_of(env, fn, rows, row_words, 4))) throw_range(env, "quantize: outWords is too small");
   const int64_t gpr = cols / group;
-  float* scales = f32_arg(info[6], fn, "outScales", rows * gpr);
-  float* biases = f32_arg(info[7], fn, "outBiases", rows * gpr);
+  float* scales = f32_arg(info[6], fn, "outScales", count_of(env, fn, rows, gpr));
+  float* biases = f32_arg(info[7], fn, "outBiases", count_of(env, fn, rows, gpr));
   const float n_levels = float((1 << bits) - 1);
   std::memset(words.data, 0, size_t(rows * row_words * 4));
   parallel_for(rows, 1, [&](int64_t r0, int64_t r1) {
@@ -101,7 +101,7 @@ Napi::Value Argmax(const Napi::CallbackInfo& info) {
   const char* fn = "argmax";
   int64_t rows = int_arg(info[1], fn, "rows", 0, int64_t(1) << 40);
   int64_t dim = int_arg(info[2], fn, "dim", 1, int64_t(1) << 40);
-  const float* x = f32_arg(info[0], fn, "x", rows * dim);
+  const float* x = f32_arg(info[0], fn, "x", count_of(info.Env(), fn, rows, dim));
   int32_t* out = i32_arg(info[3], fn, "out", rows);
   for (int64_t r = 0; r < rows; r++) {
     const float* p = x + r * dim;

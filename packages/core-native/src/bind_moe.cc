@@ -1,6 +1,7 @@
 // moeSwitchGLU({...}): the mixture-of-experts SwiGLU block over stacked expert weights (isa/moe_impl.h).
 // Validates every shape, id and buffer size so the kernel can index blindly.
 #include <string>
+#include <vector>
 
 #include "args.h"
 #include "bindings.h"
@@ -8,10 +9,19 @@
 namespace mlx {
 namespace {
 
-// Auto path: per-token gather-GEMV while a step has at most this many (token, expert) pairs. Below it,
-// the gather path's single parallel region per phase wins; above it, reading each active expert once
-// for all its tokens (grouped GEMM) wins even when few tokens share an expert.
-constexpr int64_t kGatherMaxPairs = 16;
+// Auto path. Both paths read each expert they use from memory; gather reads an expert once per pair
+// that selects it, grouped once per call. So gather (no sort, gather or unsort copies) is the choice
+// exactly when no expert is selected twice in the call: every decode step of one sequence, and small
+// batches over many experts. Any sharing makes grouped read fewer bytes, and from a few rows per
+// expert on it also runs a GEMM instead of GEMVs.
+bool all_distinct(const int32_t* ids, int64_t n, int64_t E) {
+  std::vector<uint8_t> seen(size_t(E), 0);
+  for (int64_t i = 0; i < n; i++) {
+    if (seen[size_t(ids[i])]) return false;
+    seen[size_t(ids[i])] = 1;
+  }
+  return true;
+}
 
 std::string dims(const WeightRef& w) { return "[" + std::to_string(w.rows) + ", " + std::to_string(w.cols) + "]"; }
 
@@ -65,7 +75,7 @@ Napi::Value MoeSwitchGlu(const Napi::CallbackInfo& info) {
   if (a.act != kSilu && a.act != kGeluTanh)
     throw_range(env, "moeSwitchGLU: activation " + std::to_string(a.act) + " is not SILU (0) or GELU_TANH (1)");
   int path = is_nullish(o.Get("path")) ? kMoeAuto : int(int_arg(o.Get("path"), fn, "path", 0, 2));
-  if (path == kMoeAuto) path = P <= kGatherMaxPairs ? kMoeGather : kMoeGrouped;
+  if (path == kMoeAuto) path = all_distinct(a.ids, P, a.E) ? kMoeGather : kMoeGrouped;
   a.path = path;
 
   if (a.T > 0) kernels().moe_switch_glu(a);

@@ -8,3 +8,4 @@ export {
 export { StopMatcher } from './stop.js';
 export { traceModel, writeTrace, compareTraces, perplexity, type TraceOptions, type TraceResult, type TraceComparison, type TensorComparison } from './trace.js';
 export { randomModel, shrinkLayers, ensureDemoModel, defaultCacheDir, type RandomModelOptions } from './random.js';
+export { audioModelOf, audioPrompt, traceAudio, type AudioPrompt } from './audio.js';

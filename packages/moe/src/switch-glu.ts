@@ -5,7 +5,8 @@
  *   down [E, H, I].
  * The kernel (core-native moeSwitchGLU) has two paths that compute the same thing: 'gather' (per-token
  * GEMV over the selected experts; decode) and 'grouped' (sort pairs by expert, one GEMM per expert,
- * weighted unsort; prefill). 'auto' picks gather for at most 16 (token, expert) pairs.
+ * weighted unsort; prefill). 'auto' picks gather when no expert is selected twice in the call (each
+ * expert is then read once either way and gather skips the sort/unsort copies), else grouped.
  */
 import { UnaryOp } from '@mlxcel/core-native';
 import { MlxcelError, type Weight } from '@mlxcel/tensor';

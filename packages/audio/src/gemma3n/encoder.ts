@@ -8,7 +8,7 @@ import { LocalRelAttention } from '../conformer/attention.js';
 import { ConformerFeedForward, LightConv, loadDepthwise, maskRows } from '../conformer/blocks.js';
 import { clamp, clipBound, linearProjection, softplus, type Projection } from '../conformer/layers.js';
 import { inclusiveWindow, type LocalWindow } from '../conformer/window.js';
-import type { EncoderOutput } from '../gemma4/encoder.js';
+import type { EncoderOutput } from '../encoder-output.js';
 import type { Gemma3nAudioConfig } from './config.js';
 import { Gemma3nSubsampler } from './sscp.js';
 

@@ -9,19 +9,8 @@ import { ConformerFeedForward, LightConv, loadDepthwise, maskRows } from '../con
 import { conv2d, loadConv2d, type Conv2dSpec } from '../conformer/conv.js';
 import { ClippableLinear, clamp, clipBound, linearProjection, softplus, type Projection } from '../conformer/layers.js';
 import { gemma4Window, type LocalWindow } from '../conformer/window.js';
+import type { EncoderOutput } from '../encoder-output.js';
 import type { Gemma4AudioConfig } from './config.js';
-
-export interface EncoderOutput {
-  /** [frames, dim]: the tower output (after output_proj for Gemma 4). */
-  hidden: Float32Array;
-  frames: number;
-  dim: number;
-  /** [frames], 1 = valid frame. */
-  mask: Uint8Array;
-  /** The subsampler output after input_proj_linear, [sscpFrames, hidden]. */
-  sscp: Float32Array;
-  sscpFrames: number;
-}
 
 class SubsampleBlock {
   constructor(readonly spec: Conv2dSpec, readonly weight: Float32Array, readonly norm: LayerNorm) {}

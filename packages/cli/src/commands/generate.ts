@@ -48,7 +48,7 @@ export function registerGenerate(program: Command): void {
     const opts = { ...samplingOptions(o), system: o.system as string | undefined, noChatTemplate: o.chatTemplate === false };
     let input: Parameters<typeof generate>[1] = prompt;
     let overrides;
-    if (o.audio) ({ ids: input, overrides } = await audioPrompt(loaded, o.audio as string, prompt, opts));
+    if (o.audio) ({ ids: input, overrides } = await audioPrompt(loaded, o.audio as string, prompt, { system: opts.system }));
     const gen = generate(loaded, input, { ...opts, embeddingOverrides: overrides });
     const tokens: number[] = [];
     let text = '';

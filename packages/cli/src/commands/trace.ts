@@ -6,15 +6,11 @@
  */
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
-import { compareTraces, loadModel, traceModel, writeTrace } from '@mlxcel/engine';
-import { SafetensorsFile, Tensor } from '@mlxcel/tensor';
+import { compareTraces, loadModel, traceAudio, traceModel, writeTrace } from '@mlxcel/engine';
+import { SafetensorsFile, type Tensor } from '@mlxcel/tensor';
 import { UsageError } from '../errors.js';
 import { idList, int, num } from '../parse.js';
 import { info } from '../ui/output.js';
-
-interface WaveformTracer {
-  traceAudio?(waveform: Float32Array): Record<string, { data: Float32Array; shape: number[] } | { i32: Int32Array; shape: number[] }>;
-}
 
 export function registerTrace(program: Command): void {
   const trace = program
@@ -66,12 +62,9 @@ export function registerTrace(program: Command): void {
     const loaded = await loadModel(o.model as string, { tokenizer: 'none' });
     const extra: Record<string, Tensor> = {};
     if (o.waveform) {
-      const m = loaded.model as unknown as WaveformTracer;
-      if (typeof m.traceAudio !== 'function') throw new UsageError(`--waveform: model_type ${loaded.model.modelType} has no audio tower`);
       const f = SafetensorsFile.open(o.waveform as string);
       if (!f.has('waveform')) throw new UsageError(`${o.waveform} has no waveform tensor`);
-      for (const [k, v] of Object.entries(m.traceAudio(f.get('waveform').toF32())))
-        extra[k] = 'data' in v ? Tensor.fromF32(v.data, v.shape) : Tensor.fromI32(v.i32, v.shape);
+      Object.assign(extra, traceAudio(loaded, f.get('waveform').toF32()));
     }
     if (!ids && !o.waveform) throw new UsageError('pass --ids, --ids-file or --waveform');
     if (ids) {

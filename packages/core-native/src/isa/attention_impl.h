@@ -89,30 +89,47 @@ static inline void tile_positions(const KvSegment& sg, int64_t t, int32_t* p) {
   }
 }
 
+// Software prefetch distance in tiles. A head's tiles are contiguous, so the loops below touch the
+// same offset two tiles ahead as they go: paced, one line per line consumed, which hides DRAM latency
+// and page walks without flooding the line-fill buffers.
+constexpr int64_t kPrefetchTiles = 2;
+static inline void pf(const void* p) { __builtin_prefetch(p, 0, 3); }
+
 // K of tile t, KV head g, as f32 [D][TK]: a direct pointer for f32 tiles, else converted into `buf`.
 static const float* k_tile(const KvSegment& sg, int H, int D, int g, int64_t t, float* buf) {
   if (sg.layout == kKvTiles) {
     const int64_t ti = g * (sg.capacity / TK) + t;
     const int64_t base = ti * int64_t(D) * TK;
-    if (sg.dtype == kF32) return reinterpret_cast<const float*>(sg.k) + base;
+    if (sg.dtype == kF32) {
+      const float* k = reinterpret_cast<const float*>(sg.k) + base;
+      const int64_t dist = kPrefetchTiles * int64_t(D) * TK;
+      for (int64_t i = 0; i < int64_t(D) * TK; i += 16) pf(k + dist + i);
+      return k;
+    }
     if (sg.dtype == kQAffine) {
       const uint8_t* c = sg.k + base;
-      const int ng = D / sg.group;
+      const int ng = D / sg.group, G = sg.group;
       const float* sc = sg.k_scales + ti * int64_t(ng) * TK;
       const float* bi = sg.k_biases + ti * int64_t(ng) * TK;
-      for (int gi = 0; gi < ng; gi++)
-        for (int u = 0; u < NT; u++) {
-          const vf s = vload(sc + gi * TK + u * VL), b = vload(bi + gi * TK + u * VL);
-          for (int d = gi * sg.group; d < (gi + 1) * sg.group; d++)
-            vstore(buf + d * TK + u * VL, decode_q8(c + d * TK + u * VL) * s + b);
+      const int64_t dist = kPrefetchTiles * int64_t(D) * TK;
+      pf(sc + kPrefetchTiles * ng * TK);
+      pf(bi + kPrefetchTiles * ng * TK);
+      for (int gi = 0; gi < ng; gi++) {
+        vf s[NT], b[NT];
+        for (int u = 0; u < NT; u++) { s[u] = vload(sc + gi * TK + u * VL); b[u] = vload(bi + gi * TK + u * VL); }
+        for (int d = gi * G; d < (gi + 1) * G; d++) {
+          if ((d & 3) == 0) pf(c + dist + d * TK);
+          for (int u = 0; u < NT; u++) vstore(buf + d * TK + u * VL, decode_q8(c + d * TK + u * VL) * s[u] + b[u]);
         }
+      }
       return buf;
     }
     const uint8_t* src = sg.k + base * 2;
-    if (sg.dtype == kF16)
-      for (int64_t i = 0; i < int64_t(D) * TK; i += VL) vstore(buf + i, fast_f16(src + 2 * i));
-    else
-      for (int64_t i = 0; i < int64_t(D) * TK; i += VL) vstore(buf + i, load_bf16(src + 2 * i));
+    const int64_t dist = kPrefetchTiles * int64_t(D) * TK * 2;
+    for (int64_t i = 0; i < int64_t(D) * TK; i += VL) {
+      if (((i * 2) & 63) == 0) pf(src + dist + 2 * i);
+      vstore(buf + i, sg.dtype == kF16 ? fast_f16(src + 2 * i) : load_bf16(src + 2 * i));
+    }
     return buf;
   }
   // Row layout: transpose 16 rows into [D][TK]; slots past n are zero (their scores get masked).
@@ -144,6 +161,19 @@ static const float* v_tile(const KvSegment& sg, int H, int DV, int DVp, int g, i
   for (int lane = 0; lane < TK; lane++) all_valid &= tpos[lane] >= 0;
   stride = DVp;
   const int64_t row0 = g * sg.capacity + t * TK;  // tile layout: V row of lane 0
+  if (sg.layout == kKvTiles) {
+    // Rows of consecutive tiles are contiguous: prefetch the rows two tiles ahead.
+    const int64_t rb = sg.dtype == kQAffine ? int64_t(DV) * sg.v_bits / 8 : int64_t(DV) * (sg.dtype == kF32 ? 4 : 2);
+    const uint8_t* ahead = sg.v + (row0 + kPrefetchTiles * TK) * rb;
+    for (int64_t o = 0; o < rb * TK; o += 64) pf(ahead + o);
+    if (sg.dtype == kQAffine) {
+      const int ngv = DV / sg.group;
+      for (int64_t o = 0; o < int64_t(ngv) * TK * 4; o += 64) {
+        pf(reinterpret_cast<const uint8_t*>(sg.v_scales + (row0 + kPrefetchTiles * TK) * ngv) + o);
+        pf(reinterpret_cast<const uint8_t*>(sg.v_biases + (row0 + kPrefetchTiles * TK) * ngv) + o);
+      }
+    }
+  }
   if (sg.layout == kKvTiles && sg.dtype == kF32 && DV == DVp && all_valid) {
     stride = DV;
     return reinterpret_cast<const float*>(sg.v) + row0 * DV;
@@ -161,15 +191,16 @@ static const float* v_tile(const KvSegment& sg, int H, int DV, int DVp, int g, i
       const uint8_t* codes = sg.v + r * (int64_t(DV) * sg.v_bits / 8);
       const float* sc = sg.v_scales + r * ng;
       const float* bi = sg.v_biases + r * ng;
+      const int G = sg.group;
       if (sg.v_bits == 8) {
         for (int gi = 0; gi < ng; gi++) {
           const float s = sc[gi], b = bi[gi];
-          for (int d = gi * sg.group; d < (gi + 1) * sg.group; d += VL) vstore(dst + d, decode_q8(codes + d) * s + b);
+          for (int d = gi * G; d < (gi + 1) * G; d += VL) vstore(dst + d, decode_q8(codes + d) * s + b);
         }
       } else {
         // Split-nibble chunks of 32 codes: byte i holds code i (low) and code i + 16 (high).
         for (int c0 = 0; c0 < DV; c0 += 32) {
-          const float s = sc[c0 / sg.group], b = bi[c0 / sg.group];
+          const float s = sc[c0 / G], b = bi[c0 / G];
           for (int off = 0; off < 16; off += VL) {
             vf lo, hi;
             decode_q4(codes + c0 / 2 + off, lo, hi);
@@ -216,20 +247,26 @@ static void scores_tile(const float* q, int nqv_pad, int D, const float* kt, flo
   }
 }
 
-// acc[qv][:] += sum_lane p[qv * SK + col0 + lane] * V[lane][:]; vt rows are `stride` floats apart.
-static void pv_tile(const float* p, int nqv_pad, int DVp, const float* vt, int stride, float* acc, int col0) {
+// acc[qv][:] += sum over the block's nb tiles and their lanes of p[qv * SK + b * TK + lane] * V_b[lane][:];
+// tile b's rows are strides[b] floats apart. Accumulators stay in registers across the whole block.
+static void pv_block(const float* p, int nqv_pad, int DVp, const float* const* vt, const int* strides, int nb, float* acc) {
   for (int r0 = 0; r0 < nqv_pad; r0 += QR) {
     int d = 0;
     for (; d + NT * VL <= DVp; d += NT * VL) {
       vf a[QR][NT];
       for (int r = 0; r < QR; r++)
         for (int u = 0; u < NT; u++) a[r][u] = vload(acc + int64_t(r0 + r) * DVp + d + u * VL);
-      for (int lane = 0; lane < TK; lane++) {
-        vf vv[NT];
-        for (int u = 0; u < NT; u++) vv[u] = vload(vt + lane * stride + d + u * VL);
-        for (int r = 0; r < QR; r++) {
-          const float x = p[(r0 + r) * SK + col0 + lane];
-          for (int u = 0; u < NT; u++) a[r][u] += x * vv[u];
+      for (int b = 0; b < nb; b++) {
+        const float* vb = vt[b] + d;
+        const int st = strides[b];
+        const float* pb = p + r0 * SK + b * TK;
+        for (int lane = 0; lane < TK; lane++) {
+          vf vv[NT];
+          for (int u = 0; u < NT; u++) vv[u] = vload(vb + lane * st + u * VL);
+          for (int r = 0; r < QR; r++) {
+            const float x = pb[r * SK + lane];
+            for (int u = 0; u < NT; u++) a[r][u] += x * vv[u];
+          }
         }
       }
       for (int r = 0; r < QR; r++)
@@ -238,10 +275,11 @@ static void pv_tile(const float* p, int nqv_pad, int DVp, const float* vt, int s
     for (; d < DVp; d += VL) {
       vf a[QR];
       for (int r = 0; r < QR; r++) a[r] = vload(acc + int64_t(r0 + r) * DVp + d);
-      for (int lane = 0; lane < TK; lane++) {
-        const vf vv = vload(vt + lane * stride + d);
-        for (int r = 0; r < QR; r++) a[r] += p[(r0 + r) * SK + col0 + lane] * vv;
-      }
+      for (int b = 0; b < nb; b++)
+        for (int lane = 0; lane < TK; lane++) {
+          const vf vv = vload(vt[b] + lane * strides[b] + d);
+          for (int r = 0; r < QR; r++) a[r] += p[(r0 + r) * SK + b * TK + lane] * vv;
+        }
       for (int r = 0; r < QR; r++) vstore(acc + int64_t(r0 + r) * DVp + d, a[r]);
     }
   }
@@ -351,7 +389,7 @@ static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float*
   uint16_t* vis = grow(S.vis, size_t(BT) * nqv);
   uint8_t* full = grow(S.full, size_t(BT));
   float* kbuf = grow(S.kt, size_t(D) * TK);
-  float* vbuf = grow(S.vt, size_t(TK) * DVp);
+  float* vbuf = grow(S.vt, size_t(BT) * TK * DVp);
 
   int64_t qpmin = INT64_MAX, qpmax = INT64_MIN;
   bool any_span = false;
@@ -432,13 +470,14 @@ static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float*
       l[i] += hsum(sum);
     }
     for (int i = nqv; i < nqv_pad; i++) std::memset(sc + i * SK, 0, size_t(cols) * 4);
-    // P . V
+    // P . V over the whole block
+    const float* vts[BT];
+    int strides[BT];
     for (int b = 0; b < nb; b++) {
       const TileRef& tr = tiles[size_t(blk[b])];
-      int stride = 0;
-      const float* vt = v_tile(sq.segs[tr.seg], c.H, c.DV, DVp, u.g, tr.t, info[b].pos, vbuf, stride);
-      pv_tile(sc, nqv_pad, DVp, vt, stride, acc, b * TK);
+      vts[b] = v_tile(sq.segs[tr.seg], c.H, c.DV, DVp, u.g, tr.t, info[b].pos, vbuf + size_t(b) * TK * DVp, strides[b]);
     }
+    pv_block(sc, nqv_pad, DVp, vts, strides, nb, acc);
     nb = 0;
   };
 

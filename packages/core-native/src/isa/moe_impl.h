@@ -178,7 +178,7 @@ constexpr int kDotNR = VL >= 16 ? 4 : 3;            // MR*NR accumulators + NR +
 constexpr int64_t kDotNB = 4 * kDotNR;              // W rows per task
 constexpr int64_t kDotKC = 512;                     // k per chunk (multiple of every group size)
 constexpr int64_t kDotMB = 128;                     // max x rows per task
-constexpr int64_t kGemvRowsMax = 2 * kGemvMaxM;     // jobs this small use matmul's GEMV path instead
+constexpr int64_t kGemvRowsMax = 2 * kGemvMaxM;     // jobs this small run as GEMV tasks (as matmul does)
 
 struct MoeGemmJob {
   const float* x;  // [m, K], permuted when moe_gemm_permutes(w)
@@ -290,35 +290,78 @@ static void moe_dot_task(const MoeGemmJob& j, int64_t m0, int64_t m1, int64_t n0
     for (int64_t n = 0; n < nb; n++) j.y[(m0 + m) * N + n0 + n] = hsum(vload(acc + (m * ld + n) * VL));
 }
 
-// Runs every job; jobs of at most kGemvRowsMax rows go through matmul's GEMV path (reading the weight
-// once per 4 rows beats dequantizing it into a buffer), the rest share one parallel region of
-// (job, row block, column block) tasks, so many small experts still keep every thread busy.
+// y[r, n] for rows r in [r0, r0 + mb) (mb <= 4) and n in [n0, n1): matmul's GEMV kernels, which read
+// each weight row once for up to 4 activation rows.
+static void moe_gemv_multi(const MoeGemvInput& in, int64_t r0, int mb, const WeightRef& w, float* y, int64_t n0, int64_t n1) {
+  const int64_t K = in.K, N = w.rows;
+  const float* x = in.xs + r0 * K;
+  float* yr = y + r0 * N;
+  if (w.dtype != kQAffine) {
+    switch (mb) {
+      case 4: gemv_float_rows<4>(x, K, w, nullptr, yr, N, n0, n1); break;
+      case 3: gemv_float_rows<3>(x, K, w, nullptr, yr, N, n0, n1); break;
+      case 2: gemv_float_rows<2>(x, K, w, nullptr, yr, N, n0, n1); break;
+      default: gemv_float_rows<1>(x, K, w, nullptr, yr, N, n0, n1); break;
+    }
+    return;
+  }
+  const float* xs = in.xsum.get() + r0 * in.gpr;
+#define MLX_MOE_GEMV_Q(SD)                                                        \
+  switch (mb) {                                                                   \
+    case 4: gemv_q_rows<4, SD>(x, xs, K, w, nullptr, yr, N, n0, n1); break;       \
+    case 3: gemv_q_rows<3, SD>(x, xs, K, w, nullptr, yr, N, n0, n1); break;       \
+    case 2: gemv_q_rows<2, SD>(x, xs, K, w, nullptr, yr, N, n0, n1); break;       \
+    default: gemv_q_rows<1, SD>(x, xs, K, w, nullptr, yr, N, n0, n1); break;      \
+  }
+  if (w.scale_dtype == kBF16) { MLX_MOE_GEMV_Q(kBF16) }
+  else if (w.scale_dtype == kF16) { MLX_MOE_GEMV_Q(kF16) }
+  else { MLX_MOE_GEMV_Q(kF32) }
+#undef MLX_MOE_GEMV_Q
+}
+
+// Runs every job in one parallel region. Jobs of more than kGemvRowsMax rows are split into
+// (column block, row block) GEMM tasks; smaller ones into column blocks of GEMV over all their rows
+// (reading the weight once per 4 rows beats dequantizing it into a buffer), so a step where many
+// experts get one or two tokens each is still one region, not one per expert.
 static void moe_gemm_jobs(const MoeGemmJob* jobs, int64_t njobs) {
-  std::unique_ptr<int64_t[]> first(new int64_t[size_t(njobs + 1)]), mblocks(new int64_t[size_t(njobs)]);
+  std::unique_ptr<int64_t[]> first(new int64_t[size_t(njobs + 1)]), mblocks(new int64_t[size_t(njobs)]), cols(new int64_t[size_t(njobs)]);
+  std::unique_ptr<MoeGemvInput[]> prep(new MoeGemvInput[size_t(njobs)]);
   first[0] = 0;
   for (int64_t i = 0; i < njobs; i++) {
     const MoeGemmJob& j = jobs[i];
-    const int64_t nblk = (j.w.rows + kDotNB - 1) / kDotNB;
-    mblocks[i] = j.m > kGemvRowsMax ? (j.m + kDotMB - 1) / kDotMB : 0;
+    if (j.m > kGemvRowsMax) {
+      mblocks[i] = (j.m + kDotMB - 1) / kDotMB;
+      cols[i] = kDotNB;
+    } else {
+      mblocks[i] = 1;
+      cols[i] = moe_grain(moe_row_bytes(j.w));
+      if (j.m > 0) moe_prep(j.xn, j.m, j.w, prep[i]);
+    }
+    const int64_t nblk = j.m > 0 ? (j.w.rows + cols[i] - 1) / cols[i] : 0;
     first[i + 1] = first[i] + nblk * mblocks[i];
   }
-  for (int64_t i = 0; i < njobs; i++)
-    if (jobs[i].m > 0 && mblocks[i] == 0) matmul(jobs[i].xn, jobs[i].m, jobs[i].w, nullptr, jobs[i].y);
   if (first[njobs] == 0) return;
   parallel_for(first[njobs], 1, [&](int64_t t0, int64_t t1) {
-    MoeBuf wbuf(kDotNB * kDotKC);
-    MoeBuf acc((kDotMB + kDotMR) * kDotNB * VL);  // + MR: rounded blocks
+    MoeBuf wbuf, acc;
     int64_t i = 0;
     for (int64_t t = t0; t < t1; t++) {
       while (first[i + 1] <= t) i++;
       const MoeGemmJob& j = jobs[i];
       const int64_t local = t - first[i], mbk = mblocks[i];
       const int64_t nbk = local / mbk, mbi = local % mbk;
+      const int64_t n0 = nbk * cols[i], n1 = n0 + cols[i] < j.w.rows ? n0 + cols[i] : j.w.rows;
+      if (j.m <= kGemvRowsMax) {
+        for (int64_t r = 0; r < j.m; r += 4) moe_gemv_multi(prep[i], r, int(j.m - r < 4 ? j.m - r : 4), j.w, j.y, n0, n1);
+        continue;
+      }
+      if (!wbuf.get()) {
+        wbuf.reset(kDotNB * kDotKC);
+        acc.reset((kDotMB + kDotMR) * kDotNB * VL);  // + MR: row blocks are rounded up to MR
+      }
       // Balanced row blocks (multiples of MR) rather than full blocks plus a ragged remainder.
       int64_t per = (j.m + mbk - 1) / mbk;
       per = (per + kDotMR - 1) / kDotMR * kDotMR;
       const int64_t m0 = mbi * per, m1 = m0 + per < j.m ? m0 + per : j.m;
-      const int64_t n0 = nbk * kDotNB, n1 = n0 + kDotNB < j.w.rows ? n0 + kDotNB : j.w.rows;
       if (m0 < m1) moe_dot_task(j, m0, m1, n0, n1, wbuf.get(), acc.get());
     }
   });

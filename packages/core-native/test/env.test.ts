@@ -1,0 +1,72 @@
+// Environment overrides read at load time, checked in child processes: MLXCEL_ISA forces a kernel
+// variant (and a bad value fails the import with a clear message), MLXCEL_THREADS sizes the thread pool.
+// Also the CPU dispatch: the default variant is the best one the CPU runs.
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import * as native from '../lib/index.js';
+
+const lib = fileURLToPath(new URL('../lib/index.js', import.meta.url));
+
+function child(env: Record<string, string>, code = 'console.log(JSON.stringify(m.cpuInfo()))') {
+  const script = `import(${JSON.stringify(lib)}).then((m) => { ${code} })`;
+  const r = spawnSync(process.execPath, ['-e', script], {
+    env: { ...process.env, MLXCEL_ISA: '', MLXCEL_THREADS: '', ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('environment overrides', () => {
+  it('without MLXCEL_ISA the best variant the CPU supports is used', () => {
+    const r = child({});
+    expect(r.status).toBe(0);
+    const info = JSON.parse(r.stdout);
+    expect(info.isa).toBe(info.variants[info.variants.length - 1]);
+    expect(info.variants[0]).toBe('scalar');
+    if (info.arch === 'x64' && info.features.avx2) expect(info.variants).toContain('avx2');
+    if (info.arch === 'x64' && info.features.avx512) expect(info.variants).toContain('avx512');
+    if (info.arch === 'x64' && info.features.avx512 && info.features.avx512vnni) expect(info.variants).toContain('avx512vnni');
+  });
+
+  for (const isa of native.cpuInfo().variants)
+    it(`MLXCEL_ISA=${isa} selects that variant at load`, () => {
+      const r = child({ MLXCEL_ISA: isa });
+      expect(r.status, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout).isa).toBe(isa);
+    });
+
+  it('a bad MLXCEL_ISA fails the import with a message naming the variable and the available variants', () => {
+    const r = child({ MLXCEL_ISA: 'avx9000' }, 'console.log("loaded")');
+    expect(r.status).not.toBe(0);
+    expect(r.stdout).not.toContain('loaded');
+    expect(r.stderr).toMatch(/MLXCEL_ISA: ISA variant 'avx9000' is not available on this CPU\/build \(available: scalar[^)]*\)/);
+  });
+
+  it('MLXCEL_THREADS sizes the pool; setThreads changes it at run time; invalid values fall back to the core count', () => {
+    for (const n of ['1', '3', '7']) {
+      const r = child({ MLXCEL_THREADS: n });
+      expect(r.status, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout).threads).toBe(Number(n));
+    }
+    const bad = child({ MLXCEL_THREADS: 'lots' });
+    const info = JSON.parse(bad.stdout);
+    expect(info.threads).toBe(info.physicalCores);
+    const r = child({ MLXCEL_THREADS: '2' }, 'm.setThreads(5); console.log(JSON.stringify(m.cpuInfo()))');
+    expect(JSON.parse(r.stdout).threads).toBe(5);
+  });
+
+  it('a pool larger than the machine still computes correctly (oversubscribed workers)', () => {
+    const code = `
+      const K = 4096, N = 512, x = new Float32Array(K).map((_, i) => Math.sin(i));
+      const w = { dtype: 0, data: new Float32Array(N * K).map((_, i) => Math.cos(i)), rows: N, cols: K };
+      const y1 = new Float32Array(N), y2 = new Float32Array(N);
+      m.setThreads(1); m.matmul(x, 1, w, null, y1);
+      m.setThreads(16); for (let i = 0; i < 50; i++) m.matmul(x, 1, w, null, y2);
+      console.log(JSON.stringify(Array.from(y1).every((v, i) => Object.is(v, y2[i]))));`;
+    const r = child({}, code);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toBe('true');
+  });
+});
