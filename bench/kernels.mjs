@@ -10,7 +10,13 @@
 // replicated into enough copies that one pass touches >= 512 MiB (far beyond the L3), and the copies are
 // used round-robin, so every call streams its weight from DRAM. GB/s counts every byte the kernel must
 // read (packed codes + scales + biases, or the bf16 elements).
-// GEMM: M = 512 rows against a 4096x4096 weight, f32 and q4 (group 64, bf16), as GFLOP/s = 2*M*N*K / t.
+// The fraction of bandwidth is measured in pairs: each timed GEMV pass is preceded by a bandwidth pass,
+// and the reported fraction is the median of the per-pair ratios, so load from other processes that
+// changes during the run affects both sides of a ratio alike.
+// GEMM: M = 512 rows against a 4096x4096 weight, f32 and q4 (group 64, bf16), as GFLOP/s = 2*M*N*K / t,
+// timed alternately; the ratio is the median of the per-pair ratios.
+// Small ops: per-call latency of kernels that run inline (below the pool's grain) and of small parallel
+// regions, on 1 thread and on the GEMV thread count (thread-pool overhead for decode-sized work).
 // Every figure is the median of several timed passes after a warm-up pass; the 1-min load average is
 // printed because other processes on the machine skew the figures.
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -113,6 +119,16 @@ function makeWeights(kind, rows, cols) {
   return { ws, each };
 }
 
+const setPool = (n) => {
+  if (native.cpuInfo().threads !== n) native.setThreads(n);
+};
+const bwPass = () => {
+  setPool(allThreads);
+  const t0 = now();
+  native.streamSum(arena);
+  return ARENA / (now() - t0) / 1e9;
+};
+
 const gemv = [];
 for (const [rows, cols] of [[4096, 4096], [4096, 14336]]) {
   const x = new Float32Array(cols);
@@ -120,9 +136,22 @@ for (const [rows, cols] of [[4096, 4096], [4096, 14336]]) {
   const y = new Float32Array(rows);
   for (const kind of ['q4', 'q8', 'bf16']) {
     const { ws, each } = makeWeights(kind, rows, cols);
-    const t = timeIt((i) => native.matmul(x, 1, ws[i % ws.length], null, y), ws.length);
-    const gbs = each / t / 1e9;
-    gemv.push({ shape: `${rows}x${cols}`, kind, us: t * 1e6, gbs, fraction: gbs / bandwidth, copies: ws.length, mib: each / MiB });
+    const pass = () => {
+      setPool(gemvThreads);
+      const t0 = now();
+      for (let i = 0; i < ws.length; i++) native.matmul(x, 1, ws[i], null, y);
+      return (now() - t0) / ws.length;
+    };
+    pass(); // warm-up
+    const ts = [], ratios = [];
+    for (let r = 0; r < runs; r++) {
+      const bw = bwPass();
+      const t = pass();
+      ts.push(t);
+      ratios.push(each / t / 1e9 / bw);
+    }
+    const t = median(ts);
+    gemv.push({ shape: `${rows}x${cols}`, kind, us: t * 1e6, gbs: each / t / 1e9, fraction: median(ratios), copies: ws.length, mib: each / MiB });
   }
 }
 
@@ -133,19 +162,63 @@ for (let i = 0; i < gx.length; i++) gx[i] = Math.cos(i * 0.011) * 0.5;
 const gy = new Float32Array(M * N);
 const wf32 = new Float32Array(arena.buffer, 0, N * K);
 for (let i = 0; i < wf32.length; i++) wf32[i] = ((i * 2654435761) >>> 0) / 2 ** 32 - 0.5;
-const gemmRuns = (w) => timeIt(() => native.matmul(gx, M, w, null, gy), 1);
-const tF32 = gemmRuns({ dtype: native.DType.F32, data: wf32, rows: N, cols: K });
+setPool(gemvThreads);
+const wF32 = { dtype: native.DType.F32, data: wf32, rows: N, cols: K };
 const { ws: q4w } = makeWeights('q4', N, K);
-const tQ4 = gemmRuns(q4w[0]);
+const gemmOnce = (w) => {
+  const t0 = now();
+  native.matmul(gx, M, w, null, gy);
+  return now() - t0;
+};
+gemmOnce(wF32);
+gemmOnce(q4w[0]);
+const tf = [], tq = [], gr = [];
+for (let r = 0; r < runs; r++) {
+  const a = gemmOnce(wF32), b = gemmOnce(q4w[0]);
+  tf.push(a);
+  tq.push(b);
+  gr.push(a / b);
+}
 const flop = 2 * M * N * K;
-const gemm = { M, N, K, f32: flop / tF32 / 1e9, q4: flop / tQ4 / 1e9 };
+const gemm = { M, N, K, f32: flop / median(tf) / 1e9, q4: flop / median(tq) / 1e9, ratio: median(gr) };
+
+// --- small ops: inline work and small parallel regions -----------------------------------------
+function perCall(fn, reps) {
+  for (let i = 0; i < reps; i++) fn();
+  const t = [];
+  for (let r = 0; r < runs; r++) {
+    const t0 = now();
+    for (let i = 0; i < reps; i++) fn();
+    t.push((now() - t0) / reps);
+  }
+  return median(t) * 1e6;
+}
+const h = new Float32Array(2048).map((_, i) => Math.sin(i)), hw = new Float32Array(2048).fill(1), ho = new Float32Array(2048);
+const big = new Float32Array(65536).fill(1), bigo = new Float32Array(65536);
+const { ws: smallQ } = makeWeights('q4', 2048, 2048);
+const sx = new Float32Array(2048).fill(0.5), sy = new Float32Array(2048);
+const small = [];
+for (const [name, fn, reps] of [
+  ['rmsNorm 1x2048 (inline)', () => native.rmsNorm(h, 1, 2048, hw, 1e-6, false, ho), 20000],
+  ['add 65536 (4 chunks)', () => native.binary(0, big, big, bigo), 5000],
+  ['q4 GEMV 2048x2048 (cache-resident)', () => native.matmul(sx, 1, smallQ[0], null, sy), 2000],
+]) {
+  const row = { name };
+  for (const t of [1, gemvThreads]) {
+    setPool(t);
+    row[t] = perCall(fn, reps);
+  }
+  small.push(row);
+}
+setPool(gemvThreads);
 
 const result = {
   machine: { cpu: cpus()[0]?.model ?? 'unknown', logicalCpus: cpus().length, physicalCores: info.physicalCores, memGiB: totalmem() / GiB, isa: native.cpuInfo().isa, loadavg1: loadavg()[0] },
   bandwidth: { gbs: bandwidth, threads: allThreads, bytes: ARENA },
   gemvThreads,
   gemv,
-  gemm: { ...gemm, ratio: gemm.q4 / gemm.f32, threads: gemvThreads },
+  gemm: { ...gemm, threads: gemvThreads },
+  smallOps: small,
   runs,
 };
 
@@ -161,5 +234,9 @@ else {
     log(`  ${g.shape.padEnd(12)}  ${g.kind.padEnd(5)} ${g.mib.toFixed(1).padStart(10)} ${g.us.toFixed(0).padStart(9)} ${g.gbs.toFixed(1).padStart(8)}   ${(100 * g.fraction).toFixed(0).padStart(5)}%`);
   log('');
   log(`GEMM (M = ${M}, ${N}x${K} weight, ${gemvThreads} threads): f32 ${gemm.f32.toFixed(1)} GFLOP/s, q4 ${gemm.q4.toFixed(1)} GFLOP/s, q4/f32 = ${(100 * result.gemm.ratio).toFixed(0)}%`);
+  log('');
+  log(`small ops, us per call (1 thread / ${gemvThreads} threads):`);
+  for (const r of small) log(`  ${r.name.padEnd(36)} ${r[1].toFixed(2).padStart(8)} / ${r[gemvThreads].toFixed(2).padStart(8)}`);
+  log('');
   log(`targets: GEMV >= 80% of bandwidth; q4 GEMM >= 60% of f32 GEMM`);
 }

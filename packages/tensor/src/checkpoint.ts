@@ -38,8 +38,13 @@ export class Checkpoint implements WeightStore {
       for (const [t, f] of Object.entries(index.weight_map)) claimed.set(t, f);
       names = [...new Set(Object.values(index.weight_map))].sort();
       for (const f of names)
-        if (!existsSync(join(dir, f)))
-          throw new MlxcelError('E_MISSING_SHARD', `${dir}: shard ${f} listed in model.safetensors.index.json is missing`);
+        if (!existsSync(join(dir, f))) {
+          const held = [...claimed].filter(([, file]) => file === f).map(([t]) => t);
+          throw new MlxcelError(
+            'E_MISSING_SHARD',
+            `${dir}: shard ${f} listed in model.safetensors.index.json is missing (it holds ${held.length} tensor(s), e.g. ${held[0]})`,
+          );
+        }
     } else {
       if (!existsSync(dir)) throw new MlxcelError('E_FILE', `checkpoint folder ${dir} does not exist`);
       names = readdirSync(dir).filter((f) => /^model.*\.safetensors$/.test(f)).sort();

@@ -43,7 +43,7 @@ export function floatValues(t: RawTensor): Float64Array {
     if (t.dtype === 'F32') out[i] = dv.getFloat32(4 * i, true);
     else if (t.dtype === 'BF16') {
       const f = new DataView(new ArrayBuffer(4));
-      f.setUint16(2, dv.getUint16(2 * i, true), false); // the bf16 bits are the high half of an f32
+      f.setUint16(0, dv.getUint16(2 * i, true), false); // the bf16 bits are the high half of an f32 (big-endian view)
       out[i] = f.getFloat32(0, false);
     } else if (t.dtype === 'F16') out[i] = halfToNumber(dv.getUint16(2 * i, true));
     else throw new Error(`floatValues: ${t.dtype} is not a float dtype`);

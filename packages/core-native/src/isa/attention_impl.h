@@ -22,7 +22,7 @@ namespace attn {
 constexpr int TK = kKvTile;       // slots per tile
 constexpr int NT = TK / VL;       // vectors per tile row (VL is 4, 8 or 16)
 constexpr int QR = 8 / NT;        // query vectors per micro-kernel step (QR * NT = 8 accumulators)
-constexpr int BT = 4;             // tiles per online-softmax block
+constexpr int BT = 2;             // tiles per online-softmax block
 constexpr int SK = BT * TK;       // score columns per block
 constexpr int kMinSplitTiles = 8; // split-K never makes a task of fewer tiles than this
 static_assert(TK % VL == 0 && NT * QR == 8, "tile / vector width mismatch");
@@ -161,11 +161,10 @@ static const float* v_tile(const KvSegment& sg, int H, int DV, int DVp, int g, i
   for (int lane = 0; lane < TK; lane++) all_valid &= tpos[lane] >= 0;
   stride = DVp;
   const int64_t row0 = g * sg.capacity + t * TK;  // tile layout: V row of lane 0
+  // Rows of consecutive tiles are contiguous: each lane below prefetches its row two tiles ahead.
+  const int64_t rb = sg.dtype == kQAffine ? int64_t(DV) * sg.v_bits / 8 : int64_t(DV) * (sg.dtype == kF32 ? 4 : 2);
+  const uint8_t* ahead = sg.v + (row0 + kPrefetchTiles * TK) * rb;
   if (sg.layout == kKvTiles) {
-    // Rows of consecutive tiles are contiguous: prefetch the rows two tiles ahead.
-    const int64_t rb = sg.dtype == kQAffine ? int64_t(DV) * sg.v_bits / 8 : int64_t(DV) * (sg.dtype == kF32 ? 4 : 2);
-    const uint8_t* ahead = sg.v + (row0 + kPrefetchTiles * TK) * rb;
-    for (int64_t o = 0; o < rb * TK; o += 64) pf(ahead + o);
     if (sg.dtype == kQAffine) {
       const int ngv = DV / sg.group;
       for (int64_t o = 0; o < int64_t(ngv) * TK * 4; o += 64) {
@@ -175,11 +174,14 @@ static const float* v_tile(const KvSegment& sg, int H, int DV, int DVp, int g, i
     }
   }
   if (sg.layout == kKvTiles && sg.dtype == kF32 && DV == DVp && all_valid) {
+    for (int64_t o = 0; o < rb * TK; o += 64) pf(ahead + o);
     stride = DV;
     return reinterpret_cast<const float*>(sg.v) + row0 * DV;
   }
   for (int lane = 0; lane < TK; lane++) {
     float* dst = buf + lane * DVp;
+    if (sg.layout == kKvTiles)
+      for (int64_t o = 0; o < rb; o += 64) pf(ahead + lane * rb + o);
     if (tpos[lane] < 0) {
       for (int d = 0; d < DVp; d++) dst[d] = 0.f;
       continue;
