@@ -22,7 +22,7 @@ namespace attn {
 constexpr int TK = kKvTile;       // slots per tile
 constexpr int NT = TK / VL;       // vectors per tile row (VL is 4, 8 or 16)
 constexpr int QR = 8 / NT;        // query vectors per micro-kernel step (QR * NT = 8 accumulators)
-constexpr int BT = 2;             // tiles per online-softmax block
+constexpr int BT = 4;             // tiles per online-softmax block
 constexpr int SK = BT * TK;       // score columns per block
 constexpr int kMinSplitTiles = 8; // split-K never makes a task of fewer tiles than this
 static_assert(TK % VL == 0 && NT * QR == 8, "tile / vector width mismatch");
