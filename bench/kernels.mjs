@@ -2,7 +2,8 @@
 // `pnpm bench kernels`: memory read bandwidth, GEMV (decode) throughput as a fraction of it, and GEMM
 // (prefill) GFLOP/s, all measured in the same run on this machine.
 //
-//   node bench/kernels.mjs [--threads N] [--isa scalar|avx2|avx512|neon] [--runs R] [--json]
+//   node bench/kernels.mjs [--threads N] [--isa scalar|avx2|avx512|avx512vnni|neon] [--runs R] [--json]
+//                          [--only gemv|gemm|small] [--kinds q4,q8,bf16]
 //
 // Read bandwidth: a streaming sum (kernels' streamSum) over a 1 GiB buffer on all pool threads.
 // GEMV: y[1, rows] = x[1, cols] . W^T for W = 4096x4096 and 4096x14336 ([rows, cols]) in MLX affine q4
@@ -36,6 +37,8 @@ const GiB = 1024 ** 3, MiB = 1024 ** 2;
 const runs = Math.max(3, Number(opt('runs', 7)));
 const gemvThreads = Number(opt('threads', 2));
 const asJson = args.includes('--json');
+const only = opt('only');
+const kinds = opt('kinds', 'q4,q8,bf16').split(',');
 if (opt('isa')) native.setIsa(opt('isa'));
 
 const info = native.cpuInfo();
@@ -130,11 +133,11 @@ const bwPass = () => {
 };
 
 const gemv = [];
-for (const [rows, cols] of [[4096, 4096], [4096, 14336]]) {
+for (const [rows, cols] of only && only !== 'gemv' ? [] : [[4096, 4096], [4096, 14336]]) {
   const x = new Float32Array(cols);
   for (let i = 0; i < cols; i++) x[i] = Math.sin(i * 0.37) * 0.5;
   const y = new Float32Array(rows);
-  for (const kind of ['q4', 'q8', 'bf16']) {
+  for (const kind of kinds) {
     const { ws, each } = makeWeights(kind, rows, cols);
     const pass = () => {
       setPool(gemvThreads);
@@ -157,30 +160,33 @@ for (const [rows, cols] of [[4096, 4096], [4096, 14336]]) {
 
 // --- GEMM -------------------------------------------------------------------------------------
 const M = 512, N = 4096, K = 4096;
-const gx = new Float32Array(M * K);
-for (let i = 0; i < gx.length; i++) gx[i] = Math.cos(i * 0.011) * 0.5;
-const gy = new Float32Array(M * N);
-const wf32 = new Float32Array(arena.buffer, 0, N * K);
-for (let i = 0; i < wf32.length; i++) wf32[i] = ((i * 2654435761) >>> 0) / 2 ** 32 - 0.5;
-setPool(gemvThreads);
-const wF32 = { dtype: native.DType.F32, data: wf32, rows: N, cols: K };
-const { ws: q4w } = makeWeights('q4', N, K);
-const gemmOnce = (w) => {
-  const t0 = now();
-  native.matmul(gx, M, w, null, gy);
-  return now() - t0;
-};
-gemmOnce(wF32);
-gemmOnce(q4w[0]);
-const tf = [], tq = [], gr = [];
-for (let r = 0; r < runs; r++) {
-  const a = gemmOnce(wF32), b = gemmOnce(q4w[0]);
-  tf.push(a);
-  tq.push(b);
-  gr.push(a / b);
+let gemm = null;
+if (!only || only === 'gemm') {
+  const gx = new Float32Array(M * K);
+  for (let i = 0; i < gx.length; i++) gx[i] = Math.cos(i * 0.011) * 0.5;
+  const gy = new Float32Array(M * N);
+  const wf32 = new Float32Array(arena.buffer, 0, N * K);
+  for (let i = 0; i < wf32.length; i++) wf32[i] = ((i * 2654435761) >>> 0) / 2 ** 32 - 0.5;
+  setPool(gemvThreads);
+  const wF32 = { dtype: native.DType.F32, data: wf32, rows: N, cols: K };
+  const { ws: q4w } = makeWeights('q4', N, K);
+  const gemmOnce = (w) => {
+    const t0 = now();
+    native.matmul(gx, M, w, null, gy);
+    return now() - t0;
+  };
+  gemmOnce(wF32);
+  gemmOnce(q4w[0]);
+  const tf = [], tq = [], gr = [];
+  for (let r = 0; r < runs; r++) {
+    const a = gemmOnce(wF32), b = gemmOnce(q4w[0]);
+    tf.push(a);
+    tq.push(b);
+    gr.push(a / b);
+  }
+  const flop = 2 * M * N * K;
+  gemm = { M, N, K, f32: flop / median(tf) / 1e9, q4: flop / median(tq) / 1e9, ratio: median(gr) };
 }
-const flop = 2 * M * N * K;
-const gemm = { M, N, K, f32: flop / median(tf) / 1e9, q4: flop / median(tq) / 1e9, ratio: median(gr) };
 
 // --- small ops: inline work and small parallel regions -----------------------------------------
 function perCall(fn, reps) {
@@ -193,22 +199,24 @@ function perCall(fn, reps) {
   }
   return median(t) * 1e6;
 }
-const h = new Float32Array(2048).map((_, i) => Math.sin(i)), hw = new Float32Array(2048).fill(1), ho = new Float32Array(2048);
-const big = new Float32Array(65536).fill(1), bigo = new Float32Array(65536);
-const { ws: smallQ } = makeWeights('q4', 2048, 2048);
-const sx = new Float32Array(2048).fill(0.5), sy = new Float32Array(2048);
 const small = [];
-for (const [name, fn, reps] of [
-  ['rmsNorm 1x2048 (inline)', () => native.rmsNorm(h, 1, 2048, hw, 1e-6, false, ho), 20000],
-  ['add 65536 (4 chunks)', () => native.binary(0, big, big, bigo), 5000],
-  ['q4 GEMV 2048x2048 (cache-resident)', () => native.matmul(sx, 1, smallQ[0], null, sy), 2000],
-]) {
-  const row = { name };
-  for (const t of [1, gemvThreads]) {
-    setPool(t);
-    row[t] = perCall(fn, reps);
+if (!only || only === 'small') {
+  const h = new Float32Array(2048).map((_, i) => Math.sin(i)), hw = new Float32Array(2048).fill(1), ho = new Float32Array(2048);
+  const big = new Float32Array(65536).fill(1), bigo = new Float32Array(65536);
+  const { ws: smallQ } = makeWeights('q4', 2048, 2048);
+  const sx = new Float32Array(2048).fill(0.5), sy = new Float32Array(2048);
+  for (const [name, fn, reps] of [
+    ['rmsNorm 1x2048 (inline)', () => native.rmsNorm(h, 1, 2048, hw, 1e-6, false, ho), 20000],
+    ['add 65536 (4 chunks)', () => native.binary(0, big, big, bigo), 5000],
+    ['q4 GEMV 2048x2048 (cache-resident)', () => native.matmul(sx, 1, smallQ[0], null, sy), 2000],
+  ]) {
+    const row = { name };
+    for (const t of [1, gemvThreads]) {
+      setPool(t);
+      row[t] = perCall(fn, reps);
+    }
+    small.push(row);
   }
-  small.push(row);
 }
 setPool(gemvThreads);
 
@@ -217,7 +225,7 @@ const result = {
   bandwidth: { gbs: bandwidth, threads: allThreads, bytes: ARENA },
   gemvThreads,
   gemv,
-  gemm: { ...gemm, threads: gemvThreads },
+  gemm: gemm && { ...gemm, threads: gemvThreads },
   smallOps: small,
   runs,
 };
@@ -233,10 +241,14 @@ else {
   for (const g of gemv)
     log(`  ${g.shape.padEnd(12)}  ${g.kind.padEnd(5)} ${g.mib.toFixed(1).padStart(10)} ${g.us.toFixed(0).padStart(9)} ${g.gbs.toFixed(1).padStart(8)}   ${(100 * g.fraction).toFixed(0).padStart(5)}%`);
   log('');
-  log(`GEMM (M = ${M}, ${N}x${K} weight, ${gemvThreads} threads): f32 ${gemm.f32.toFixed(1)} GFLOP/s, q4 ${gemm.q4.toFixed(1)} GFLOP/s, q4/f32 = ${(100 * result.gemm.ratio).toFixed(0)}%`);
-  log('');
-  log(`small ops, us per call (1 thread / ${gemvThreads} threads):`);
-  for (const r of small) log(`  ${r.name.padEnd(36)} ${r[1].toFixed(2).padStart(8)} / ${r[gemvThreads].toFixed(2).padStart(8)}`);
-  log('');
+  if (gemm) {
+    log(`GEMM (M = ${M}, ${N}x${K} weight, ${gemvThreads} threads): f32 ${gemm.f32.toFixed(1)} GFLOP/s, q4 ${gemm.q4.toFixed(1)} GFLOP/s, q4/f32 = ${(100 * gemm.ratio).toFixed(0)}%`);
+    log('');
+  }
+  if (small.length) {
+    log(`small ops, us per call (1 thread / ${gemvThreads} threads):`);
+    for (const r of small) log(`  ${r.name.padEnd(36)} ${r[1].toFixed(2).padStart(8)} / ${r[gemvThreads].toFixed(2).padStart(8)}`);
+    log('');
+  }
   log(`targets: GEMV >= 80% of bandwidth; q4 GEMM >= 60% of f32 GEMM`);
 }

@@ -13,6 +13,7 @@ export const BENCHES = {
   attention: { script: 'packages/cache/bench/attention.mjs', about: 'attention kernels and KV caches (@mlxcel/cache)' },
   moe: { script: 'packages/moe/bench/moe.mjs', about: 'MoE routing and expert matmuls (@mlxcel/moe)' },
   audio: { script: 'packages/audio/bench/audio.mjs', about: 'log-mel features and audio encoders (@mlxcel/audio)' },
+  decode: { script: 'bench/decode.mjs', about: 'end-to-end decode at real shapes (random q4) vs the read-bandwidth ceiling' },
 };
 
 function usage(out) {
