@@ -236,11 +236,13 @@ else {
   log(`mlxcel kernels bench — ${m.cpu}, ${m.physicalCores} cores, ISA ${m.isa}, load avg ${m.loadavg1.toFixed(2)}, median of ${runs}`);
   log(`read bandwidth (streaming sum, 1 GiB, ${allThreads} threads): ${bandwidth.toFixed(1)} GB/s`);
   log('');
-  log(`GEMV (M = 1, ${gemvThreads} threads; weights cycled over copies totalling >= 512 MiB)`);
-  log('  weight        kind   MiB/weight   us/call     GB/s   of bandwidth');
-  for (const g of gemv)
-    log(`  ${g.shape.padEnd(12)}  ${g.kind.padEnd(5)} ${g.mib.toFixed(1).padStart(10)} ${g.us.toFixed(0).padStart(9)} ${g.gbs.toFixed(1).padStart(8)}   ${(100 * g.fraction).toFixed(0).padStart(5)}%`);
-  log('');
+  if (gemv.length) {
+    log(`GEMV (M = 1, ${gemvThreads} threads; weights cycled over copies totalling >= 512 MiB; fraction = median of paired ratios)`);
+    log('  weight        kind   MiB/weight   us/call     GB/s   of bandwidth');
+    for (const g of gemv)
+      log(`  ${g.shape.padEnd(12)}  ${g.kind.padEnd(5)} ${g.mib.toFixed(1).padStart(10)} ${g.us.toFixed(0).padStart(9)} ${g.gbs.toFixed(1).padStart(8)}   ${(100 * g.fraction).toFixed(0).padStart(5)}%`);
+    log('');
+  }
   if (gemm) {
     log(`GEMM (M = ${M}, ${N}x${K} weight, ${gemvThreads} threads): f32 ${gemm.f32.toFixed(1)} GFLOP/s, q4 ${gemm.q4.toFixed(1)} GFLOP/s, q4/f32 = ${(100 * gemm.ratio).toFixed(0)}%`);
     log('');

@@ -152,6 +152,21 @@ export abstract class KvCacheBase implements LayerCache {
     return attendOne(this, q, Tq, nHeads, qPos, opts);
   }
 
+  /**
+   * The values attention reads, as f32 rows in slot order (main slots, then held rows): K [n, H, D],
+   * V [n, H, DV] (dequantized for quantized storage) and each slot's position. For tests and tools.
+   */
+  storedRows(): { k: Float32Array; v: Float32Array; pos: Int32Array } {
+    const a = this.main.read(range(0, this.used)), b = this.staging.read(range(0, this._staged));
+    const cat = (x: Float32Array, y: Float32Array) => {
+      const r = new Float32Array(x.length + y.length);
+      r.set(x);
+      r.set(y, x.length);
+      return r;
+    };
+    return { k: cat(a.k, b.k), v: cat(a.v, b.v), pos: this.slotPositions().slice() };
+  }
+
   // ---- state ---------------------------------------------------------------------------------
   snapshot(): DetachedCache {
     const f = this.format;

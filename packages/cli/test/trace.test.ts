@@ -47,6 +47,24 @@ describe('mlxcel trace on the reference fixtures', () => {
     expect(Math.abs(res.perplexity.a - res.perplexity.b) / res.perplexity.a).toBeLessThan(1e-5);
   });
 
+  it('--kv-cache q8 and f16 stay close to the f32 reference and keep the greedy ids', async () => {
+    const dir = join(FIXTURES, 'phi3-tiny-short');
+    const exp = join(dir, 'expected.safetensors');
+    for (const [kind, tol] of [['f16', 0.02], ['q8', 0.2]] as const) {
+      const file = join(out, `kv-${kind}.safetensors`);
+      const r = await mlxcel(['trace', '--model', dir, '--ids-file', exp, '--decode', '8', '--kv-cache', kind, '--out', file]);
+      expect(r.code).toBe(0);
+      const got = SafetensorsFile.open(file), want = SafetensorsFile.open(exp);
+      const d = maxAbs(got.get('logits').toF32(), want.get('logits').toF32());
+      expect(d).toBeLessThanOrEqual(tol);
+      expect(d).toBeGreaterThan(0); // really a different storage, not silently f32
+      expect(Array.from(got.get('greedy_ids').toI32())).toEqual(Array.from(want.get('greedy_ids').toI32()));
+    }
+    const bad = await mlxcel(['trace', '--model', dir, '--ids', '1,2', '--kv-cache', 'q3', '--out', join(out, 'bad.safetensors')]);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/q3.*f32, f16, bf16, q8, k8v4/);
+  });
+
   it('trace compare prints per-tensor differences', async () => {
     const dir = join(FIXTURES, 'phi3-tiny-short');
     const r = await mlxcel(['trace', 'compare', join(dir, 'expected.safetensors'), join(FIXTURES, 'phi3-tiny-long', 'expected.safetensors')]);

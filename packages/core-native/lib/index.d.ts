@@ -46,7 +46,7 @@ export interface AttentionOptions {
 }
 
 export declare function cpuInfo(): CpuInfo;
-/** Forces a kernel variant ('scalar' | 'avx2' | 'avx512' | 'neon'); throws if unavailable. */
+/** Forces a kernel variant ('scalar' | 'avx2' | 'avx512' | 'avx512vnni' | 'neon'); throws if unavailable. */
 export declare function setIsa(name: string): string;
 export declare function setThreads(n: number): number;
 /** A zeroed, 64-byte aligned native buffer (external ArrayBuffer; copied where externals are forbidden). */
@@ -125,6 +125,8 @@ export interface KvSegmentDesc {
   vBits?: 4 | 8; groupSize?: 32 | 64 | 128;
   /** Absolute position per slot; negative = empty. */
   pos: Int32Array; n: number;
+  /** layout 1: slots allocated per KV head (multiple of 16, >= n); head h's block starts at slot h * capacity. */
+  capacity?: number;
 }
 export interface AttentionSeqDesc {
   /** This sequence's rows of q / qPos / out: [qStart, qStart + nQ). Rows of different sequences must not overlap. */

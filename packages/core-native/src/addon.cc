@@ -39,7 +39,7 @@ Napi::Value CpuInfo(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value SetIsa(const Napi::CallbackInfo& info) {
-  if (!info[0].IsString()) throw_type(info.Env(), "setIsa: name must be a string (scalar | avx2 | avx512 | neon)");
+  if (!info[0].IsString()) throw_type(info.Env(), "setIsa: name must be a string (scalar | avx2 | avx512 | avx512vnni | neon)");
   try {
     select_variant(info[0].As<Napi::String>().Utf8Value());
   } catch (const std::exception& e) {

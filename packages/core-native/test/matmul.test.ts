@@ -106,6 +106,30 @@ for (const isa of VARIANTS) {
       });
     }
 
+    it('long rows (x too large for L1: the multi-row GEMV tiles): float and 2/4/8-bit weights, M = 1..5', () => {
+      // K = 5632: f32 x (22 KB) and the VNNI digit planes (16.5 KB) exceed the one-row-at-a-time limit,
+      // so rows go through R-row tiles plus single-row remainders (N = 37).
+      const N = 37, K = 5632;
+      for (const dt of [0, 1, 2] as const) {
+        const w = floatWeight(N, K, dt, 5 + dt);
+        for (const M of [1, 2, 3, 4, 5]) {
+          const x = randF32(M * K, M + 50 * dt, -2, 2);
+          note(`${isa} ${['f32', 'f16', 'bf16'][dt]}`, checkMatmul(run(x, M, w.nw, null), x, M, K, w.ref, N, null, FLOAT_BOUND, `${isa} dtype ${dt} M=${M} K=${K}`));
+        }
+      }
+      for (const bits of [2, 4, 8])
+        for (const [group, sd] of [[32, 1], [64, 2], [128, 0]] as [number, ScaleDtype][]) {
+          const q = randomQ(N, K, bits, group, sd, bits * 7 + group);
+          const W = dequantRef(q), mag = quantMagnitude(q);
+          for (const M of [1, 2, 3, 5]) {
+            const x = randF32(M * K, M + bits, -2, 2);
+            const bias = randF32(N, M);
+            const label = `${isa} q${bits} g${group} sd${sd} M=${M} K=${K}`;
+            note(`${isa} q${bits}`, checkMatmul(run(x, M, nativeQ(q), bias), x, M, K, W, N, bias, QUANT_BOUND, label, mag));
+          }
+        }
+    });
+
     it('MLX affine 4-bit and 8-bit: large-M GEMM path (M = 64, 300), bf16 scales', () => {
       for (const bits of [4, 8]) {
         const N = 29, K = 256;
@@ -189,15 +213,21 @@ describe('matmul: results do not depend on the thread count', () => {
   it('GEMV and GEMM give bitwise identical output on 1 and 2+ threads', () => {
     const before = native.cpuInfo().threads;
     try {
-      const q = randomQ(300, 512, 4, 64, 2, 1);
-      const w = floatWeight(300, 512, 2, 2);
       const outs: Float32Array[][] = [];
       for (const t of [1, Math.max(2, before)]) {
         native.setThreads(t);
-        outs.push([1, 3, 40].flatMap((M) => {
-          const x = randF32(M * 512, M);
-          return [run(x, M, nativeQ(q), null), run(x, M, w.nw, null)];
-        }));
+        const o: Float32Array[] = [];
+        for (const K of [512, 5632]) {
+          // 301 rows: a multiple of no tile height, so chunk boundaries fall inside tiles.
+          const q = randomQ(301, K, 4, 64, 2, 1);
+          const q8 = randomQ(301, K, 8, 32, 1, 2);
+          const w = floatWeight(301, K, 2, 2);
+          for (const M of [1, 3, 40]) {
+            const x = randF32(M * K, M);
+            o.push(run(x, M, nativeQ(q), null), run(x, M, nativeQ(q8), null), run(x, M, w.nw, null));
+          }
+        }
+        outs.push(o);
       }
       for (let i = 0; i < outs[0]!.length; i++) expect(Buffer.from(outs[1]![i]!.buffer).equals(Buffer.from(outs[0]![i]!.buffer))).toBe(true);
     } finally {

@@ -27,8 +27,8 @@ describe('input validation', () => {
     expect(code(() => model.forward([{ ids, state: model.newState(), embeddingOverrides: { rows: Int32Array.from([0]), values: new Float32Array(128) } }]))).toBe('E_INPUT');
     expect(code(() => model.forward([{ ids, state: model.newState(), totalLength: -1 } as never]))).toBe('E_INPUT');
   });
-  it('rejects KV storage kinds @mlxcel/cache does not provide, and contexts past max_position_embeddings', () => {
-    expect(code(() => model.newState({ kvCache: 'q8' }))).toBe('E_CACHE_KIND');
+  it('rejects unknown KV storage kinds, and contexts past max_position_embeddings', () => {
+    expect(code(() => model.newState({ kvCache: 'q3' }))).toBe('E_CACHE_STORAGE');
     expect(model.newState({ kvCache: 'f32' }).offset).toBe(0);
     expect(code(() => model.forward([{ ids: new Int32Array(129).fill(5), state: model.newState() }]))).toBe('E_CONTEXT');
   });

@@ -1,17 +1,21 @@
 // Attention kernels, included into kernels_impl.h inside the variant namespace (MLX_NS), so the
 // vector helpers (vf, vload, load_any, decode_q8, decode_q4, vexp, vtanh, ...) of that file are in scope.
-// Not a standalone header: no include guard on purpose.
+// Not a standalone header: no include guard on purpose. Split by job:
+//   attention_load.h   K/V tile loaders (conversion, dequantization, transposition) with prefetch
+//   attention_micro.h  score and P.V micro-kernels, incl. the in-register decode paths
+//   this file          visibility, the per-unit flash loop, split-K planning and merge, the entry point
 //
 // One kernel serves prefill and decode, a batch of sequences and every KV storage kind:
 // - Work unit = (sequence, KV head, up to QB "query vectors"), a query vector being one (row, head) of
 //   the heads that share that KV head. Each K/V tile is loaded (converted/dequantized) once per unit
-//   and used by all its query vectors, which is what makes GQA decode memory-bound instead of
-//   conversion-bound.
-// - Keys come in 16-slot tiles. K is consumed transposed ([D][16]), so scores for 16 keys are plain
-//   vector FMAs with a broadcast query element (no horizontal sums); cache storage is already laid out
-//   that way (KvSegment kKvTiles), the legacy row layout is transposed into scratch per tile.
+//   and used by all its query vectors.
+// - Keys come in 16-slot tiles, head-major (a head's keys are one sequential stream). K is consumed
+//   transposed ([D][16]), so scores for 16 keys are plain vector FMAs with a broadcast query element
+//   (no horizontal sums); cache storage is already laid out that way (KvSegment kKvTiles), the legacy
+//   row layout is transposed into scratch per tile.
 // - Flash-style: blocks of BT tiles, scores -> online softmax (f32, running max and sum) -> P.V into
 //   f32 accumulators; a tile nobody can see is skipped before it is read.
+// - Decode (at most QR query vectors per unit): K/V are converted straight into the FMA operands.
 // - Split-K: when there are fewer units than ~4x the threads (decode), a unit's tile list is split
 //   across tasks whose partial (max, sum, acc) are merged afterwards.
 // - Visibility: slot valid && (causal/window/block-sparse || same bidirectional span) && mask.
@@ -66,7 +70,7 @@ struct Ctx {
 };
 
 struct Scratch {
-  std::vector<float> q, kt, vt, s, acc, m, l;
+  std::vector<float> q, kt, vt, s, acc, m, l, qsum;
   std::vector<int32_t> row, head, slo, shi;
   std::vector<uint16_t> vis;  // [BT][nqv] visible-lane bits of the block's tiles
   std::vector<uint8_t> full;  // [BT] tile visible to every query vector in every lane
@@ -80,212 +84,8 @@ template <class T> static inline T* grow(std::vector<T>& v, size_t n) {
   return v.data();
 }
 
-// ---- tile loaders ---------------------------------------------------------------------------
-
-static inline void tile_positions(const KvSegment& sg, int64_t t, int32_t* p) {
-  for (int lane = 0; lane < TK; lane++) {
-    const int64_t slot = t * TK + lane;
-    p[lane] = slot < sg.n ? sg.pos[slot] : -1;
-  }
-}
-
-// Software prefetch distance in tiles. A head's tiles are contiguous, so the loops below touch the
-// same offset two tiles ahead as they go: paced, one line per line consumed, which hides DRAM latency
-// and page walks without flooding the line-fill buffers.
-constexpr int64_t kPrefetchTiles = 2;
-static inline void pf(const void* p) { __builtin_prefetch(p, 0, 3); }
-
-// K of tile t, KV head g, as f32 [D][TK]: a direct pointer for f32 tiles, else converted into `buf`.
-static const float* k_tile(const KvSegment& sg, int H, int D, int g, int64_t t, float* buf) {
-  if (sg.layout == kKvTiles) {
-    const int64_t ti = g * (sg.capacity / TK) + t;
-    const int64_t base = ti * int64_t(D) * TK;
-    if (sg.dtype == kF32) {
-      const float* k = reinterpret_cast<const float*>(sg.k) + base;
-      const int64_t dist = kPrefetchTiles * int64_t(D) * TK;
-      for (int64_t i = 0; i < int64_t(D) * TK; i += 16) pf(k + dist + i);
-      return k;
-    }
-    if (sg.dtype == kQAffine) {
-      const uint8_t* c = sg.k + base;
-      const int ng = D / sg.group, G = sg.group;
-      const float* sc = sg.k_scales + ti * int64_t(ng) * TK;
-      const float* bi = sg.k_biases + ti * int64_t(ng) * TK;
-      const int64_t dist = kPrefetchTiles * int64_t(D) * TK;
-      pf(sc + kPrefetchTiles * ng * TK);
-      pf(bi + kPrefetchTiles * ng * TK);
-      for (int gi = 0; gi < ng; gi++) {
-        vf s[NT], b[NT];
-        for (int u = 0; u < NT; u++) { s[u] = vload(sc + gi * TK + u * VL); b[u] = vload(bi + gi * TK + u * VL); }
-        for (int d = gi * G; d < (gi + 1) * G; d++) {
-          if ((d & 3) == 0) pf(c + dist + d * TK);
-          for (int u = 0; u < NT; u++) vstore(buf + d * TK + u * VL, decode_q8(c + d * TK + u * VL) * s[u] + b[u]);
-        }
-      }
-      return buf;
-    }
-    const uint8_t* src = sg.k + base * 2;
-    const int64_t dist = kPrefetchTiles * int64_t(D) * TK * 2;
-    for (int64_t i = 0; i < int64_t(D) * TK; i += VL) {
-      if (((i * 2) & 63) == 0) pf(src + dist + 2 * i);
-      vstore(buf + i, sg.dtype == kF16 ? fast_f16(src + 2 * i) : load_bf16(src + 2 * i));
-    }
-    return buf;
-  }
-  // Row layout: transpose 16 rows into [D][TK]; slots past n are zero (their scores get masked).
-  const int esz = sg.dtype == kF32 ? 4 : 2;
-  float row[1024];
-  for (int lane = 0; lane < TK; lane++) {
-    const int64_t slot = t * TK + lane;
-    if (slot >= sg.n) {
-      for (int d = 0; d < D; d++) buf[d * TK + lane] = 0.f;
-      continue;
-    }
-    const uint8_t* r = sg.k + (slot * H + g) * int64_t(D) * esz;
-    for (int d0 = 0; d0 < D; d0 += 1024) {
-      const int dn = std::min(1024, D - d0);
-      int d = 0;
-      for (; d + VL <= dn; d += VL) vstore(row + d, load_any(r, sg.dtype, d0 + d));
-      for (; d < dn; d++) row[d] = load_scalar(r, sg.dtype, d0 + d);
-      for (d = 0; d < dn; d++) buf[(d0 + d) * TK + lane] = row[d];
-    }
-  }
-  return buf;
-}
-
-// V of tile t, KV head g, as f32 rows [TK][stride]. Invalid slots (pos < 0) read as zero rows so that
-// stale or non-finite storage never leaks into the output through 0 * x.
-static const float* v_tile(const KvSegment& sg, int H, int DV, int DVp, int g, int64_t t, const int32_t* tpos,
-                           float* buf, int& stride) {
-  bool all_valid = true;
-  for (int lane = 0; lane < TK; lane++) all_valid &= tpos[lane] >= 0;
-  stride = DVp;
-  const int64_t row0 = g * sg.capacity + t * TK;  // tile layout: V row of lane 0
-  // Rows of consecutive tiles are contiguous: each lane below prefetches its row two tiles ahead.
-  const int64_t rb = sg.dtype == kQAffine ? int64_t(DV) * sg.v_bits / 8 : int64_t(DV) * (sg.dtype == kF32 ? 4 : 2);
-  const uint8_t* ahead = sg.v + (row0 + kPrefetchTiles * TK) * rb;
-  if (sg.layout == kKvTiles) {
-    if (sg.dtype == kQAffine) {
-      const int ngv = DV / sg.group;
-      for (int64_t o = 0; o < int64_t(ngv) * TK * 4; o += 64) {
-        pf(reinterpret_cast<const uint8_t*>(sg.v_scales + (row0 + kPrefetchTiles * TK) * ngv) + o);
-        pf(reinterpret_cast<const uint8_t*>(sg.v_biases + (row0 + kPrefetchTiles * TK) * ngv) + o);
-      }
-    }
-  }
-  if (sg.layout == kKvTiles && sg.dtype == kF32 && DV == DVp && all_valid) {
-    for (int64_t o = 0; o < rb * TK; o += 64) pf(ahead + o);
-    stride = DV;
-    return reinterpret_cast<const float*>(sg.v) + row0 * DV;
-  }
-  for (int lane = 0; lane < TK; lane++) {
-    float* dst = buf + lane * DVp;
-    if (sg.layout == kKvTiles)
-      for (int64_t o = 0; o < rb; o += 64) pf(ahead + lane * rb + o);
-    if (tpos[lane] < 0) {
-      for (int d = 0; d < DVp; d++) dst[d] = 0.f;
-      continue;
-    }
-    const int64_t slot = t * TK + lane;
-    if (sg.dtype == kQAffine) {
-      const int ng = DV / sg.group;
-      const int64_t r = row0 + lane;
-      const uint8_t* codes = sg.v + r * (int64_t(DV) * sg.v_bits / 8);
-      const float* sc = sg.v_scales + r * ng;
-      const float* bi = sg.v_biases + r * ng;
-      const int G = sg.group;
-      if (sg.v_bits == 8) {
-        for (int gi = 0; gi < ng; gi++) {
-          const float s = sc[gi], b = bi[gi];
-          for (int d = gi * G; d < (gi + 1) * G; d += VL) vstore(dst + d, decode_q8(codes + d) * s + b);
-        }
-      } else {
-        // Split-nibble chunks of 32 codes: byte i holds code i (low) and code i + 16 (high).
-        for (int c0 = 0; c0 < DV; c0 += 32) {
-          const float s = sc[c0 / G], b = bi[c0 / G];
-          for (int off = 0; off < 16; off += VL) {
-            vf lo, hi;
-            decode_q4(codes + c0 / 2 + off, lo, hi);
-            vstore(dst + c0 + off, lo * s + b);
-            vstore(dst + c0 + 16 + off, hi * s + b);
-          }
-        }
-      }
-      continue;
-    }
-    const int esz = sg.dtype == kF32 ? 4 : 2;
-    const uint8_t* r = sg.layout == kKvTiles ? sg.v + (row0 + lane) * int64_t(DV) * esz
-                                             : sg.v + (slot * H + g) * int64_t(DV) * esz;
-    int d = 0;
-    if (sg.dtype == kF16)
-      for (; d + VL <= DV; d += VL) vstore(dst + d, fast_f16(r + 2 * d));
-    else
-      for (; d + VL <= DV; d += VL) vstore(dst + d, load_any(r, sg.dtype, d));
-    for (; d < DV; d++) dst[d] = load_scalar(r, sg.dtype, d);
-    for (; d < DVp; d++) dst[d] = 0.f;
-  }
-  return buf;
-}
-
-// ---- micro-kernels --------------------------------------------------------------------------
-
-// s[qv * SK + col0 + lane] = q[qv] . K[:, lane] for every (padded) query vector; kt is [D][TK].
-static void scores_tile(const float* q, int nqv_pad, int D, const float* kt, float* s, int col0) {
-  for (int r0 = 0; r0 < nqv_pad; r0 += QR) {
-    vf acc[QR][NT];
-    for (int r = 0; r < QR; r++)
-      for (int u = 0; u < NT; u++) acc[r][u] = vsplat(0.f);
-    const float* qr = q + int64_t(r0) * D;
-    for (int d = 0; d < D; d++) {
-      vf kv[NT];
-      for (int u = 0; u < NT; u++) kv[u] = vload(kt + d * TK + u * VL);
-      for (int r = 0; r < QR; r++) {
-        const float x = qr[r * D + d];
-        for (int u = 0; u < NT; u++) acc[r][u] += x * kv[u];
-      }
-    }
-    for (int r = 0; r < QR; r++)
-      for (int u = 0; u < NT; u++) vstore(s + (r0 + r) * SK + col0 + u * VL, acc[r][u]);
-  }
-}
-
-// acc[qv][:] += sum over the block's nb tiles and their lanes of p[qv * SK + b * TK + lane] * V_b[lane][:];
-// tile b's rows are strides[b] floats apart. Accumulators stay in registers across the whole block.
-static void pv_block(const float* p, int nqv_pad, int DVp, const float* const* vt, const int* strides, int nb, float* acc) {
-  for (int r0 = 0; r0 < nqv_pad; r0 += QR) {
-    int d = 0;
-    for (; d + NT * VL <= DVp; d += NT * VL) {
-      vf a[QR][NT];
-      for (int r = 0; r < QR; r++)
-        for (int u = 0; u < NT; u++) a[r][u] = vload(acc + int64_t(r0 + r) * DVp + d + u * VL);
-      for (int b = 0; b < nb; b++) {
-        const float* vb = vt[b] + d;
-        const int st = strides[b];
-        const float* pb = p + r0 * SK + b * TK;
-        for (int lane = 0; lane < TK; lane++) {
-          vf vv[NT];
-          for (int u = 0; u < NT; u++) vv[u] = vload(vb + lane * st + u * VL);
-          for (int r = 0; r < QR; r++) {
-            const float x = pb[r * SK + lane];
-            for (int u = 0; u < NT; u++) a[r][u] += x * vv[u];
-          }
-        }
-      }
-      for (int r = 0; r < QR; r++)
-        for (int u = 0; u < NT; u++) vstore(acc + int64_t(r0 + r) * DVp + d + u * VL, a[r][u]);
-    }
-    for (; d < DVp; d += VL) {
-      vf a[QR];
-      for (int r = 0; r < QR; r++) a[r] = vload(acc + int64_t(r0 + r) * DVp + d);
-      for (int b = 0; b < nb; b++)
-        for (int lane = 0; lane < TK; lane++) {
-          const vf vv = vload(vt[b] + lane * strides[b] + d);
-          for (int r = 0; r < QR; r++) a[r] += p[(r0 + r) * SK + b * TK + lane] * vv;
-        }
-      for (int r = 0; r < QR; r++) vstore(acc + int64_t(r0 + r) * DVp + d, a[r]);
-    }
-  }
-}
+#include "attention_load.h"
+#include "attention_micro.h"
 
 // ---- visibility -----------------------------------------------------------------------------
 
@@ -419,14 +219,34 @@ static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float*
   TileInfo info[BT];
   int64_t blk[BT];
   int nb = 0;
+  float* qsum = grow(S.qsum, size_t(QR) * (D / 32 + 1));  // decode, 8-bit K: per-group sums of q
+  int qsum_group = 0;
 
   auto flush = [&]() {
     const int cols = nb * TK;
     // Scores for every tile of the block, then scale, soft-cap and masks.
+    const bool decode = nqv_pad == QR;
     for (int b = 0; b < nb; b++) {
       const TileRef& tr = tiles[size_t(blk[b])];
       const KvSegment& sg = sq.segs[tr.seg];
-      scores_tile(q, nqv_pad, D, k_tile(sg, c.H, D, u.g, tr.t, kbuf), sc, b * TK);
+      switch (decode ? direct_k(sg) : 0) {
+        case 1: scores_direct<1>(q, nullptr, D, sg, u.g, tr.t, sc, b * TK); break;
+        case 2: scores_direct<2>(q, nullptr, D, sg, u.g, tr.t, sc, b * TK); break;
+        case 3:
+          if (qsum_group != sg.group) {  // per-group sums of the query vectors, once per group size
+            qsum_group = sg.group;
+            const int ng = D / sg.group;
+            for (int r = 0; r < QR; r++)
+              for (int gi = 0; gi < ng; gi++) {
+                float t = 0.f;
+                for (int d = gi * sg.group; d < (gi + 1) * sg.group; d++) t += q[r * D + d];
+                qsum[r * ng + gi] = t;
+              }
+          }
+          scores_direct<3>(q, qsum, D, sg, u.g, tr.t, sc, b * TK);
+          break;
+        default: scores_tile(q, nqv_pad, D, k_tile(sg, c.H, D, u.g, tr.t, kbuf), sc, b * TK);
+      }
     }
     for (int i = 0; i < nqv_pad; i++) {
       float* s = sc + i * SK;
@@ -472,7 +292,29 @@ static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float*
       l[i] += hsum(sum);
     }
     for (int i = nqv; i < nqv_pad; i++) std::memset(sc + i * SK, 0, size_t(cols) * 4);
-    // P . V over the whole block
+    // P . V over the whole block: in place when every tile allows it (same format, all lanes valid).
+    if (decode) {
+      const KvSegment* segs[BT];
+      int64_t tl[BT];
+      int kind = -1;
+      for (int b = 0; b < nb && kind != 0; b++) {
+        const TileRef& tr = tiles[size_t(blk[b])];
+        segs[b] = &sq.segs[tr.seg];
+        tl[b] = tr.t;
+        bool valid = true;
+        for (int lane = 0; lane < TK; lane++) valid &= info[b].pos[lane] >= 0;
+        const int k = valid ? direct_v(*segs[b], c.DV) : 0;
+        kind = kind < 0 || kind == k ? k : 0;
+      }
+      if (kind > 0) {
+        if (kind == 1) pv_direct<1>(sc, c.DV, segs, tl, nb, u.g, acc);
+        else if (kind == 2) pv_direct<2>(sc, c.DV, segs, tl, nb, u.g, acc);
+        else if (kind == 3) pv_direct<3>(sc, c.DV, segs, tl, nb, u.g, acc);
+        else pv_direct<4>(sc, c.DV, segs, tl, nb, u.g, acc);
+        nb = 0;
+        return;
+      }
+    }
     const float* vts[BT];
     int strides[BT];
     for (int b = 0; b < nb; b++) {

@@ -216,16 +216,26 @@ struct Scratch {
   }
 };
 
-// Runs tile<R>(n) over rows [n0, n1) in steps of R, then tile<1> for the remainder.
+// Runs tile<R>(n) over rows [n0, n1) in steps of R, then tile<1> for the remainder; with `single`,
+// tile<1> for every row.
 template <int R, typename TR, typename T1>
-static inline void row_tiles(int64_t n0, int64_t n1, const TR& tile_r, const T1& tile_1) {
+static inline void row_tiles(int64_t n0, int64_t n1, const TR& tile_r, const T1& tile_1, bool single = false) {
   int64_t n = n0;
-  for (; n + R <= n1; n += R) tile_r(n);
+  if (!single)
+    for (; n + R <= n1; n += R) tile_r(n);
   for (; n < n1; n++) tile_1(n);
 }
 
+// Software prefetch distance for a GEMV tile: the same offset one tile (R rows) further on, which is
+// where the next tile's rows are (rows are consecutive), and at least 4 KB ahead.
+static inline int64_t gemv_prefetch_distance(int R, int64_t row_bytes) {
+  return std::max<int64_t>(int64_t(R) * row_bytes, 4096);
+}
+
 // Rows of W per GEMV tile: every x load feeds R weight rows, and R x MB accumulator sets stay in
-// registers (32 vector registers with AVX-512, 16 otherwise).
+// registers (32 vector registers with AVX-512, 16 otherwise). Used when x is too large to stay in L1 for
+// a whole row; otherwise the GEMV walks one row at a time (gemv_block's `single`), which reads W as
+// one sequential stream per thread: DRAM serves that faster than R interleaved streams.
 template <int MB>
 struct GemvRows {
   static constexpr int R = MB == 1 ? 4 : VL >= 16 ? (MB == 2 ? 4 : 2) : (MB == 2 ? 2 : 1);
@@ -276,6 +286,7 @@ static void gemv_float_tile(const float* xs, const float* x, int64_t K, const We
   vf acc[R][MB][2];
   for (int r = 0; r < R; r++)
     for (int m = 0; m < MB; m++) acc[r][m][0] = acc[r][m][1] = vsplat(0.f);
+  const int64_t pf = gemv_prefetch_distance(R, K * esz);
   int64_t k = 0;
   for (; k + 2 * VL <= K; k += 2 * VL) {
     vf xa[MB], xb[MB];
@@ -283,6 +294,8 @@ static void gemv_float_tile(const float* xs, const float* x, int64_t K, const We
       xa[m] = vload(xs + m * K + k);
       xb[m] = vload(xs + m * K + k + VL);
     }
+    if (((k * esz) & 63) == 0)  // one prefetch per cache line (see gemv_prefetch_distance)
+      for (int r = 0; r < R; r++) __builtin_prefetch(rows[r] + pf + k * esz, 0, 3);
     for (int r = 0; r < R; r++) {
       vf w0, w1;
       wload2<DT, PAIRS>(rows[r], k, w0, w1);
@@ -327,6 +340,7 @@ template <int BITS, int SD, int MB, int R>
 static void gemv_q_tile(const float* xs, const float* xsum, int64_t K, const WeightRef& w, const float* bias,
                         float* y, int64_t N, int64_t n) {
   const int64_t G = w.group, gpr = K / G, row_bytes = K * BITS / 8;
+  const int64_t pf = gemv_prefetch_distance(R, row_bytes);
   const uint8_t* rows[R];
   for (int r = 0; r < R; r++) rows[r] = w.data + (n + r) * row_bytes;
   vf acc[R][MB];
@@ -342,6 +356,8 @@ static void gemv_q_tile(const float* xs, const float* xsum, int64_t K, const Wei
         xa[m] = vload(xs + m * K + c);
         xb[m] = vload(xs + m * K + c + VL);
       }
+      if (((c * BITS / 8) & 63) == 0)  // one prefetch per cache line (see gemv_prefetch_distance)
+        for (int r = 0; r < R; r++) __builtin_prefetch(rows[r] + pf + c * BITS / 8, 0, 3);
       for (int r = 0; r < R; r++) {
         vf lo, hi;
         if (BITS == 4) {
@@ -515,12 +531,14 @@ static inline __m512 load_scales16(const uint8_t* p, int64_t i, __mmask16 m) {
   return _mm512_cvtph_ps(h);
 }
 
-// VNNI tile: rows [n, n + R) against MB prepared x rows. Groups are taken 16 at a time: their scales
-// times the x group scales form one f32 vector f, and each chunk's lanes pick their group's factor from
-// f with one permute (a lane holds 8 (4-bit) or 4 (8-bit) consecutive codes, always of one group).
+// The scale half of the quantized dot product for rows [n, n + R) against MB prepared x rows, over
+// groups [g0, g1) (g0 a multiple of 16), added to out[r][m]. Groups are taken 16 at a time: their
+// scales times the x group scales form one f32 vector f, and each chunk's lanes pick their group's
+// factor from f with one permute (a lane holds 8 (4-bit) or 4 (8-bit) consecutive codes, always of one
+// group). pf: software prefetch distance in bytes.
 template <int BITS, int SD, int MB, int R>
-static void gemv_vnni_tile(const int8_t* planes, const float* sx, const float* xsum, int64_t K, const WeightRef& w,
-                           const float* bias, float* y, int64_t N, int64_t n) {
+static inline void vnni_dot(const int8_t* planes, const float* sx, int64_t K, const WeightRef& w, int64_t n,
+                            int64_t g0, int64_t g1, int64_t pf, float (*out)[MB]) {
   constexpr int CW = BITS == 4 ? 128 : 64;  // codes per 64-byte chunk
   constexpr int PB = 3 * CW;                // plane bytes per chunk
   constexpr int LC = BITS == 4 ? 8 : 4;     // codes per i32 lane
@@ -536,11 +554,13 @@ static void gemv_vnni_tile(const int8_t* planes, const float* sx, const float* x
   __m512 acc[R][MB], acc2[R][MB];
   for (int r = 0; r < R; r++)
     for (int m = 0; m < MB; m++) acc[r][m] = acc2[r][m] = _mm512_setzero_ps();
-  for (int64_t gb = 0; gb < gpr; gb += 16) {
-    const int ng = int(std::min<int64_t>(16, gpr - gb));
+  for (int64_t gb = g0; gb < g1; gb += 16) {
+    const int ng = int(std::min<int64_t>(16, g1 - gb));
     const __mmask16 gm = __mmask16((1u << ng) - 1u);
     __m512 f[R][MB];
     for (int r = 0; r < R; r++) {
+      __builtin_prefetch(w.scales + ((n + R + r) * gpr + gb) * (SD == kF32 ? 4 : 2), 0, 3);
+      __builtin_prefetch(w.biases + ((n + R + r) * gpr + gb) * (SD == kF32 ? 4 : 2), 0, 3);
       const __m512 s = load_scales16<SD>(w.scales, (n + r) * gpr + gb, gm);
       for (int m = 0; m < MB; m++) f[r][m] = _mm512_mul_ps(s, _mm512_maskz_loadu_ps(gm, sx + m * gpr + gb));
     }
@@ -551,6 +571,9 @@ static void gemv_vnni_tile(const int8_t* planes, const float* sx, const float* x
       const int8_t* P[MB];
       for (int m = 0; m < MB; m++) P[m] = planes + m * xplane + (c / CW) * PB;
       for (int r = 0; r < R; r++) {
+        // Short rows give the hardware prefetchers too little to train on, and a chunk is
+        // compute-light enough that waiting on DRAM would show (see gemv_prefetch_distance).
+        __builtin_prefetch(rows[r] + pf + c * BITS / 8, 0, 3);
         const __m512i v = _mm512_loadu_si512(rows[r] + c * BITS / 8);
         if (BITS == 4) {
           const __m512i lo = _mm512_and_si512(v, nib);
@@ -586,10 +609,24 @@ static void gemv_vnni_tile(const int8_t* planes, const float* sx, const float* x
     for (int m = 0; m < MB; m++) {
       __m512 t = acc[r][m];
       if (BITS == 8) t = _mm512_fmadd_ps(acc2[r][m], _mm512_set1_ps(65536.f), t);
-      const float v = _mm512_reduce_add_ps(t) + scales_dot<SD>(w.biases, (n + r) * gpr, xsum + m * gpr, gpr);
+      out[r][m] += _mm512_reduce_add_ps(t);
+    }
+}
+
+// VNNI tile: whole rows [n, n + R).
+template <int BITS, int SD, int MB, int R>
+static void gemv_vnni_tile(const int8_t* planes, const float* sx, const float* xsum, int64_t K, const WeightRef& w,
+                           const float* bias, float* y, int64_t N, int64_t n) {
+  const int64_t gpr = K / w.group;
+  float out[R][MB] = {};
+  vnni_dot<BITS, SD, MB, R>(planes, sx, K, w, n, 0, gpr, gemv_prefetch_distance(R, K * BITS / 8), out);
+  for (int r = 0; r < R; r++)
+    for (int m = 0; m < MB; m++) {
+      const float v = out[r][m] + scales_dot<SD>(w.biases, (n + r) * gpr, xsum + m * gpr, gpr);
       y[m * N + n + r] = bias ? v + bias[n + r] : v;
     }
 }
+
 #endif  // AVX-512 VNNI
 
 template <int MB>
@@ -636,6 +673,10 @@ static void gemv_block(const float* x, const WeightRef& w, const float* bias, fl
       }
     xsum = t;
   }
+  // One row at a time when the x operand of a row pass (f32 x, or the VNNI digit planes) stays in L1 and
+  // the kernel is memory-bound (float and VNNI paths). The f32 path of quantized weights is bound by
+  // code conversion and x loads, so it always shares each x load across R rows.
+  const bool single = (vnni || !quant) && (vnni ? 3 : 4) * MB * K <= 16 * 1024;
   // Grain: enough rows per task that each task streams >= ~64 KB of weights.
   const int64_t row_bytes = quant ? K * w.bits / 8 : K * (w.dtype == kF32 ? 4 : 2);
   const int64_t grain = std::max<int64_t>(R, (64 * 1024) / std::max<int64_t>(1, row_bytes));
@@ -645,7 +686,7 @@ static void gemv_block(const float* x, const WeightRef& w, const float* bias, fl
       auto run = [&](auto dt) {
         constexpr int DT = decltype(dt)::value;
         row_tiles<R>(n0, n1, [&](int64_t n) { gemv_float_tile<DT, MB, R>(xs, x, K, w, bias, y, N, n); },
-                     [&](int64_t n) { gemv_float_tile<DT, MB, 1>(xs, x, K, w, bias, y, N, n); });
+                     [&](int64_t n) { gemv_float_tile<DT, MB, 1>(xs, x, K, w, bias, y, N, n); }, single);
       };
       if (w.dtype == kBF16) run(std::integral_constant<int, kBF16>());
       else if (w.dtype == kF16) run(std::integral_constant<int, kF16>());
@@ -658,19 +699,19 @@ static void gemv_block(const float* x, const WeightRef& w, const float* bias, fl
       if (vnni) {
         if (w.bits == 4)
           row_tiles<R>(n0, n1, [&](int64_t n) { gemv_vnni_tile<4, SD, MB, R>(planes, sx, xsum, K, w, bias, y, N, n); },
-                       [&](int64_t n) { gemv_vnni_tile<4, SD, MB, 1>(planes, sx, xsum, K, w, bias, y, N, n); });
+                       [&](int64_t n) { gemv_vnni_tile<4, SD, MB, 1>(planes, sx, xsum, K, w, bias, y, N, n); }, single);
         else
           row_tiles<R>(n0, n1, [&](int64_t n) { gemv_vnni_tile<8, SD, MB, R>(planes, sx, xsum, K, w, bias, y, N, n); },
-                       [&](int64_t n) { gemv_vnni_tile<8, SD, MB, 1>(planes, sx, xsum, K, w, bias, y, N, n); });
+                       [&](int64_t n) { gemv_vnni_tile<8, SD, MB, 1>(planes, sx, xsum, K, w, bias, y, N, n); }, single);
         return;
       }
 #endif
       if (fast_q && w.bits == 4)
         row_tiles<R>(n0, n1, [&](int64_t n) { gemv_q_tile<4, SD, MB, R>(xs, xsum, K, w, bias, y, N, n); },
-                     [&](int64_t n) { gemv_q_tile<4, SD, MB, 1>(xs, xsum, K, w, bias, y, N, n); });
+                     [&](int64_t n) { gemv_q_tile<4, SD, MB, 1>(xs, xsum, K, w, bias, y, N, n); }, single);
       else if (fast_q)
         row_tiles<R>(n0, n1, [&](int64_t n) { gemv_q_tile<8, SD, MB, R>(xs, xsum, K, w, bias, y, N, n); },
-                     [&](int64_t n) { gemv_q_tile<8, SD, MB, 1>(xs, xsum, K, w, bias, y, N, n); });
+                     [&](int64_t n) { gemv_q_tile<8, SD, MB, 1>(xs, xsum, K, w, bias, y, N, n); }, single);
       else
         for (int64_t n = n0; n < n1; n++) gemv_q_generic_row<MB>(x, K, w, bias, y, N, n);
     };

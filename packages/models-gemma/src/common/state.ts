@@ -3,7 +3,7 @@
  * or rotating (sliding window) cache; KV-shared layers get a SharedCache over their source layer's
  * cache, which reads the owner's K/V after the owner's update in the same forward and writes nothing.
  */
-import { ContiguousCache, RotatingCache, SharedCache, type LayerCache } from '@mlxcel/cache';
+import { createLayerCache, SharedCache, type LayerCache } from '@mlxcel/cache';
 import { MlxcelError, type SequenceState, type StateOptions } from '@mlxcel/tensor';
 import type { LayerType } from './layer-types.js';
 
@@ -24,8 +24,6 @@ export class GemmaState implements SequenceState {
 
   constructor(readonly layout: CacheLayout, opts: StateOptions = {}) {
     const kind = opts.kvCache ?? 'f32';
-    if (kind !== 'f32')
-      throw new MlxcelError('E_KV_CACHE', `kvCache "${kind}": @mlxcel/cache offers f32 storage only so far`);
     this.caches = [];
     layout.types.forEach((t, l) => {
       const src = layout.sources[l]!;
@@ -34,7 +32,8 @@ export class GemmaState implements SequenceState {
         return;
       }
       const nKv = layout.nKvHeads[l]!, hd = layout.headDims[l]!;
-      this.caches.push(t === 'sliding_attention' ? new RotatingCache(nKv, hd, layout.slidingWindow) : new ContiguousCache(nKv, hd));
+      const window = t === 'sliding_attention' ? layout.slidingWindow : null;
+      this.caches.push(createLayerCache({ nKvHeads: nKv, headDim: hd, window }, kind));
     });
   }
 

@@ -1,10 +1,9 @@
 /**
- * Which @mlxcel/cache storage a layer gets. Storage kinds other than f32 (StateOptions.kvCache 'f16',
- * 'bf16', 'q8', 'k8v4') are being added to @mlxcel/cache; until they exist there, asking for one is a
- * clear error rather than a silent fallback to f32.
+ * Which @mlxcel/cache storage a layer gets: full-attention layers an append-only cache, sliding layers
+ * a ring, in the storage asked for by StateOptions.kvCache ('f32' default, 'f16', 'bf16', 'q8', 'k8v4').
+ * Unknown kinds fail in @mlxcel/cache with the list of valid ones.
  */
-import { ContiguousCache, RotatingCache, type LayerCache } from '@mlxcel/cache';
-import { MlxcelError } from '@mlxcel/tensor';
+import { createLayerCache, type LayerCache } from '@mlxcel/cache';
 
 export interface LayerCacheSpec {
   nKvHeads: number;
@@ -14,9 +13,5 @@ export interface LayerCacheSpec {
 }
 
 export function makeLayerCache(spec: LayerCacheSpec, kind: string | undefined): LayerCache {
-  if (kind !== undefined && kind !== 'f32')
-    throw new MlxcelError('E_CACHE_KIND', `kvCache "${kind}" is not available for Phi models yet (@mlxcel/cache provides f32 storage only)`);
-  return spec.window === null
-    ? new ContiguousCache(spec.nKvHeads, spec.headDim)
-    : new RotatingCache(spec.nKvHeads, spec.headDim, spec.window);
+  return createLayerCache({ nKvHeads: spec.nKvHeads, headDim: spec.headDim, window: spec.window }, kind ?? 'f32');
 }

@@ -1,0 +1,242 @@
+// Micro-kernels of the attention kernel (see attention_impl.h, which includes this file inside
+// namespace attn): scores of query vectors against a K tile, P.V accumulation over a block, and the
+// decode paths that read f16 / bf16 / 8-bit / 4-bit storage straight into the FMA operands.
+// Not a standalone header: no include guard on purpose.
+
+// ---- micro-kernels --------------------------------------------------------------------------
+
+// s[qv * SK + col0 + lane] = q[qv] . K[:, lane] for every (padded) query vector; kt is [D][TK].
+static void scores_tile(const float* q, int nqv_pad, int D, const float* kt, float* s, int col0) {
+  for (int r0 = 0; r0 < nqv_pad; r0 += QR) {
+    vf acc[QR][NT];
+    for (int r = 0; r < QR; r++)
+      for (int u = 0; u < NT; u++) acc[r][u] = vsplat(0.f);
+    const float* qr = q + int64_t(r0) * D;
+    for (int d = 0; d < D; d++) {
+      vf kv[NT];
+      for (int u = 0; u < NT; u++) kv[u] = vload(kt + d * TK + u * VL);
+      for (int r = 0; r < QR; r++) {
+        const float x = qr[r * D + d];
+        for (int u = 0; u < NT; u++) acc[r][u] += x * kv[u];
+      }
+    }
+    for (int r = 0; r < QR; r++)
+      for (int u = 0; u < NT; u++) vstore(s + (r0 + r) * SK + col0 + u * VL, acc[r][u]);
+  }
+}
+
+// acc[qv][:] += sum over the block's nb tiles and their lanes of p[qv * SK + b * TK + lane] * V_b[lane][:];
+// tile b's rows are strides[b] floats apart. Accumulators stay in registers across the whole block.
+static void pv_block(const float* p, int nqv_pad, int DVp, const float* const* vt, const int* strides, int nb, float* acc) {
+  for (int r0 = 0; r0 < nqv_pad; r0 += QR) {
+    int d = 0;
+    for (; d + NT * VL <= DVp; d += NT * VL) {
+      vf a[QR][NT];
+      for (int r = 0; r < QR; r++)
+        for (int u = 0; u < NT; u++) a[r][u] = vload(acc + int64_t(r0 + r) * DVp + d + u * VL);
+      for (int b = 0; b < nb; b++) {
+        const float* vb = vt[b] + d;
+        const int st = strides[b];
+        const float* pb = p + r0 * SK + b * TK;
+        for (int lane = 0; lane < TK; lane++) {
+          vf vv[NT];
+          for (int u = 0; u < NT; u++) vv[u] = vload(vb + lane * st + u * VL);
+          for (int r = 0; r < QR; r++) {
+            const float x = pb[r * SK + lane];
+            for (int u = 0; u < NT; u++) a[r][u] += x * vv[u];
+          }
+        }
+      }
+      for (int r = 0; r < QR; r++)
+        for (int u = 0; u < NT; u++) vstore(acc + int64_t(r0 + r) * DVp + d + u * VL, a[r][u]);
+    }
+    for (; d < DVp; d += VL) {
+      vf a[QR];
+      for (int r = 0; r < QR; r++) a[r] = vload(acc + int64_t(r0 + r) * DVp + d);
+      for (int b = 0; b < nb; b++)
+        for (int lane = 0; lane < TK; lane++) {
+          const vf vv = vload(vt[b] + lane * strides[b] + d);
+          for (int r = 0; r < QR; r++) a[r] += p[(r0 + r) * SK + b * TK + lane] * vv;
+        }
+      for (int r = 0; r < QR; r++) vstore(acc + int64_t(r0 + r) * DVp + d, a[r]);
+    }
+  }
+}
+
+// ---- decode paths: convert in registers, no scratch round trip ----------------------------------
+// With at most QR query vectors (decode: one row x the heads of one KV head) each K/V element is used
+// by exactly one micro-kernel step, so converting it straight into the FMA operands beats converting
+// into scratch and loading it back. DT: 1 f16, 2 bf16, 3 affine 8-bit.
+
+template <int DT>
+static inline vf kv_load(const uint8_t* p, int64_t i) {
+  if (DT == 1) return fast_f16(p + 2 * i);
+  if (DT == 2) return load_bf16(p + 2 * i);
+  return decode_q8(p + i);
+}
+
+// Scores of the QR (padded) query vectors against tile t of a tile-layout segment, K read in place.
+// 8-bit K: q.k = sum over groups of scale * (q . codes) + bias * sum(q), so codes go straight into the
+// FMAs and the scale/bias are applied once per group (qsum[r * (D/group) + gi] = that group's sum of q).
+template <int DT>
+static void scores_direct(const float* q, const float* qsum, int D, const KvSegment& sg, int g, int64_t t, float* s, int col0) {
+  const int64_t ti = g * (sg.capacity / TK) + t;
+  const int esz = DT == 3 ? 1 : 2;
+  const uint8_t* kp = sg.k + ti * int64_t(D) * TK * esz;
+  const int64_t dist = int64_t(BT) * D * TK * esz;  // one block ahead
+  vf acc[QR][NT];
+  for (int r = 0; r < QR; r++)
+    for (int u = 0; u < NT; u++) acc[r][u] = vsplat(0.f);
+  const int G = DT == 3 ? sg.group : D;
+  const float* sc = DT == 3 ? sg.k_scales + ti * int64_t(D / G) * TK : nullptr;
+  const float* bi = DT == 3 ? sg.k_biases + ti * int64_t(D / G) * TK : nullptr;
+  for (int g0 = 0; g0 < D; g0 += G) {
+    vf part[QR][NT];
+    for (int r = 0; r < QR; r++)
+      for (int u = 0; u < NT; u++) part[r][u] = vsplat(0.f);
+    for (int d = g0; d < g0 + G; d++) {
+      if (((d * TK * esz) & 63) == 0) pf(kp + dist + d * TK * esz);
+      vf kv[NT];
+      for (int u = 0; u < NT; u++) kv[u] = kv_load<DT>(kp, int64_t(d) * TK + u * VL);
+      for (int r = 0; r < QR; r++) {
+        const float x = q[r * D + d];
+        for (int u = 0; u < NT; u++) part[r][u] += x * kv[u];
+      }
+    }
+    if (DT == 3) {
+      const int gi = g0 / G, ng = D / G;
+      for (int u = 0; u < NT; u++) {
+        const vf vs = vload(sc + gi * TK + u * VL), vb = vload(bi + gi * TK + u * VL);
+        for (int r = 0; r < QR; r++) acc[r][u] += part[r][u] * vs + qsum[r * ng + gi] * vb;
+      }
+    } else {
+      for (int r = 0; r < QR; r++)
+        for (int u = 0; u < NT; u++) acc[r][u] += part[r][u];
+    }
+  }
+  for (int r = 0; r < QR; r++)
+    for (int u = 0; u < NT; u++) vstore(s + r * SK + col0 + u * VL, acc[r][u]);
+}
+
+// The float / 8-bit part of pv_direct: NC vector chunks per pass over the block's rows.
+template <int DT, int NC>
+static void pv_direct_rows(const float* p, int DV, const uint8_t* const* rows, const float* const* sc, const float* const* bi,
+                           int ng, int G, int nb, int64_t rowb, int64_t ahead, float* acc) {
+  constexpr int esz = DT >= 3 ? 1 : 2;
+  constexpr int W = NC * NT * VL;
+  for (int d = 0; d < DV; d += W) {
+    vf a[NC][QR][NT];
+    for (int c = 0; c < NC; c++)
+      for (int r = 0; r < QR; r++)
+        for (int u = 0; u < NT; u++) a[c][r][u] = vload(acc + int64_t(r) * DV + d + (c * NT + u) * VL);
+    const bool fetch = ((d * esz) & 63) == 0;
+    for (int b = 0; b < nb; b++) {
+      const float* pb = p + b * TK;
+      for (int lane = 0; lane < TK; lane++) {
+        const uint8_t* row = rows[b] + lane * rowb;
+        if (fetch) pf(row + ahead + d * esz);
+        float s = 1.f, o = 0.f;
+        if (DT == 3) {
+          s = sc[b][lane * ng + d / G];
+          o = bi[b][lane * ng + d / G];
+        }
+        for (int c = 0; c < NC; c++) {
+          vf vv[NT];
+          for (int u = 0; u < NT; u++) {
+            vv[u] = kv_load<DT>(row, d + (c * NT + u) * VL);
+            if (DT == 3) vv[u] = vv[u] * s + o;
+          }
+          for (int r = 0; r < QR; r++) {
+            const float x = pb[r * SK + lane];
+            for (int u = 0; u < NT; u++) a[c][r][u] += x * vv[u];
+          }
+        }
+      }
+    }
+    for (int c = 0; c < NC; c++)
+      for (int r = 0; r < QR; r++)
+        for (int u = 0; u < NT; u++) vstore(acc + int64_t(r) * DV + d + (c * NT + u) * VL, a[c][r][u]);
+  }
+}
+
+// acc[QR][DVp] += P . V over the block's tiles, V rows read in place (all lanes valid, DV % (NT*VL) == 0).
+// DT 4 = affine 4-bit V in split-nibble chunks: one 16-byte load yields dims c..c+15 and c+16..c+31.
+template <int DT>
+static void pv_direct(const float* p, int DV, const KvSegment* const* segs, const int64_t* tl, int nb, int g, float* acc) {
+  const int esz = DT >= 3 ? 1 : 2;
+  const int64_t rowb = DT == 4 ? DV / 2 : int64_t(DV) * esz;
+  const uint8_t* rows[BT];
+  const float *sc[BT], *bi[BT];
+  int ng = 1, G = DV;
+  for (int b = 0; b < nb; b++) {
+    const KvSegment& sg = *segs[b];
+    const int64_t r0 = g * sg.capacity + tl[b] * TK;
+    rows[b] = sg.v + r0 * rowb;
+    if (DT >= 3) {
+      G = sg.group;
+      ng = DV / G;
+      sc[b] = sg.v_scales + r0 * ng;
+      bi[b] = sg.v_biases + r0 * ng;
+      for (int64_t o = 0; o < int64_t(ng) * TK * 4; o += 64) {
+        pf(reinterpret_cast<const uint8_t*>(sc[b] + BT * TK * ng) + o);
+        pf(reinterpret_cast<const uint8_t*>(bi[b] + BT * TK * ng) + o);
+      }
+    }
+  }
+  // Rows one block ahead, a line per line consumed (paced: a burst would fill the line-fill buffers).
+  const int64_t ahead = int64_t(BT) * TK * rowb;
+  if (DT == 4) {
+    for (int c0 = 0; c0 < DV; c0 += 32) {
+      vf lo[QR][NT], hi[QR][NT];
+      for (int r = 0; r < QR; r++)
+        for (int u = 0; u < NT; u++) {
+          lo[r][u] = vload(acc + int64_t(r) * DV + c0 + u * VL);
+          hi[r][u] = vload(acc + int64_t(r) * DV + c0 + 16 + u * VL);
+        }
+      const bool fetch = ((c0 / 2) & 63) == 0;
+      for (int b = 0; b < nb; b++) {
+        const float* pb = p + b * TK;
+        for (int lane = 0; lane < TK; lane++) {
+          const uint8_t* row = rows[b] + lane * rowb + c0 / 2;
+          if (fetch) pf(row + ahead);
+          const float s = sc[b][lane * ng + c0 / G], o = bi[b][lane * ng + c0 / G];
+          vf vl[NT], vh[NT];
+          for (int u = 0; u < NT; u++) {
+            decode_q4(row + u * VL, vl[u], vh[u]);
+            vl[u] = vl[u] * s + o;
+            vh[u] = vh[u] * s + o;
+          }
+          for (int r = 0; r < QR; r++) {
+            const float x = pb[r * SK + lane];
+            for (int u = 0; u < NT; u++) {
+              lo[r][u] += x * vl[u];
+              hi[r][u] += x * vh[u];
+            }
+          }
+        }
+      }
+      for (int r = 0; r < QR; r++)
+        for (int u = 0; u < NT; u++) {
+          vstore(acc + int64_t(r) * DV + c0 + u * VL, lo[r][u]);
+          vstore(acc + int64_t(r) * DV + c0 + 16 + u * VL, hi[r][u]);
+        }
+    }
+    return;
+  }
+  // Two vector chunks (2*NT*VL dims) per pass when the width allows: twice the accumulators per scale
+  // load and loop step.
+  if (DV % (2 * NT * VL) == 0) pv_direct_rows<DT, 2>(p, DV, rows, sc, bi, ng, G, nb, rowb, ahead, acc);
+  else pv_direct_rows<DT, 1>(p, DV, rows, sc, bi, ng, G, nb, rowb, ahead, acc);
+}
+
+// Which direct path a tile can take (0 = none): tile layout, half/8-bit storage.
+static inline int direct_k(const KvSegment& sg) {
+  if (sg.layout != kKvTiles) return 0;
+  return sg.dtype == kF16 ? 1 : sg.dtype == kBF16 ? 2 : sg.dtype == kQAffine ? 3 : 0;
+}
+static inline int direct_v(const KvSegment& sg, int DV) {
+  if (sg.layout != kKvTiles || DV % (NT * VL)) return 0;
+  if (sg.dtype == kQAffine) return sg.v_bits == 8 ? 3 : 4;
+  return sg.dtype == kF16 ? 1 : sg.dtype == kBF16 ? 2 : 0;
+}
+
