@@ -54,6 +54,12 @@ describe('forward input checks', () => {
     expect(s.nbytes).toBeGreaterThan(0);
     expect(s.trim(4)).toBe(4);
     expect(s.offset).toBe(20);
-    expect(() => model.newState({ kvCache: 'q8' })).toThrow(/kvCache "q8"/);
+    expect(() => model.newState({ kvCache: 'q3' })).toThrow(/"q3" is not one of f32, f16, bf16, q8, k8v4/);
+    // Every real storage kind builds a working state (quantized ones included).
+    for (const kind of ['f16', 'bf16', 'q8', 'k8v4']) {
+      const q = model.newState({ kvCache: kind });
+      model.forward([{ ids, state: q }]);
+      expect(q.offset).toBe(24);
+    }
   });
 });

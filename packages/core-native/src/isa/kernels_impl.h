@@ -543,12 +543,13 @@ static inline void vnni_dot(const int8_t* planes, const float* sx, int64_t K, co
   constexpr int PB = 3 * CW;                // plane bytes per chunk
   constexpr int LC = BITS == 4 ? 8 : 4;     // codes per i32 lane
   const int G = w.group;
-  const __m128i gshift = _mm_cvtsi32_si128(G == 32 ? 5 : G == 64 ? 6 : 7);
   const int64_t gpr = K / G, row_bytes = K * BITS / 8, xplane = (K / CW) * PB;
   const uint8_t* rows[R];
   for (int r = 0; r < R; r++) rows[r] = w.data + (n + r) * row_bytes;
-  const __m512i lanes = _mm512_setr_epi32(0, LC, 2 * LC, 3 * LC, 4 * LC, 5 * LC, 6 * LC, 7 * LC, 8 * LC, 9 * LC,
-                                          10 * LC, 11 * LC, 12 * LC, 13 * LC, 14 * LC, 15 * LC);
+  // Lane l of chunk i (within a block of 16 groups) holds codes i * CW + l * LC ...: its group in the block.
+  alignas(64) int32_t idxs[16 * 32];
+  for (int i = 0; i < 16 * G / CW; i++)
+    for (int l = 0; l < 16; l++) idxs[16 * i + l] = (i * CW + l * LC) / G;
   const __m512i nib = _mm512_set1_epi8(0x0f);
   const __m512i zero = _mm512_setzero_si512();
   __m512 acc[R][MB], acc2[R][MB];
@@ -567,7 +568,7 @@ static inline void vnni_dot(const int8_t* planes, const float* sx, int64_t K, co
     const int64_t nch = int64_t(ng) * G / CW;
     for (int64_t i = 0; i < nch; i++) {
       const int64_t c = gb * G + i * CW;
-      const __m512i idx = _mm512_srl_epi32(_mm512_add_epi32(_mm512_set1_epi32(int(i * CW)), lanes), gshift);
+      const __m512i idx = _mm512_load_si512(idxs + 16 * i);
       const int8_t* P[MB];
       for (int m = 0; m < MB; m++) P[m] = planes + m * xplane + (c / CW) * PB;
       for (int r = 0; r < R; r++) {
@@ -580,14 +581,14 @@ static inline void vnni_dot(const int8_t* planes, const float* sx, int64_t K, co
           const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
           for (int m = 0; m < MB; m++) {
             const int8_t* p = P[m];
-            __m512i a2 = _mm512_dpbusd_epi32(zero, lo, _mm512_loadu_si512(p + 0));
-            a2 = _mm512_dpbusd_epi32(a2, hi, _mm512_loadu_si512(p + 64));
-            __m512i a1 = _mm512_dpbusd_epi32(zero, lo, _mm512_loadu_si512(p + 128));
-            a1 = _mm512_dpbusd_epi32(a1, hi, _mm512_loadu_si512(p + 192));
-            __m512i a0 = _mm512_dpbusd_epi32(zero, lo, _mm512_loadu_si512(p + 256));
-            a0 = _mm512_dpbusd_epi32(a0, hi, _mm512_loadu_si512(p + 320));
-            // |a2| <= 8 * 15 * 128 = 15360, so a2 << 16 and the sum stay inside i32.
-            const __m512i a = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(a2, 16), _mm512_slli_epi32(a1, 8)), a0);
+            // Horner over the digit planes, the accumulate of vpdpbusd doing the additions:
+            // a = ((a2 << 8) + a1) << 8) + a0. |a2| <= 8 * 15 * 128 = 15360, so every step stays in i32.
+            __m512i a = _mm512_dpbusd_epi32(zero, lo, _mm512_loadu_si512(p + 0));
+            a = _mm512_dpbusd_epi32(a, hi, _mm512_loadu_si512(p + 64));
+            a = _mm512_dpbusd_epi32(_mm512_slli_epi32(a, 8), lo, _mm512_loadu_si512(p + 128));
+            a = _mm512_dpbusd_epi32(a, hi, _mm512_loadu_si512(p + 192));
+            a = _mm512_dpbusd_epi32(_mm512_slli_epi32(a, 8), lo, _mm512_loadu_si512(p + 256));
+            a = _mm512_dpbusd_epi32(a, hi, _mm512_loadu_si512(p + 320));
             acc[r][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), _mm512_permutexvar_ps(idx, f[r][m]), acc[r][m]);
           }
         } else {
@@ -595,10 +596,10 @@ static inline void vnni_dot(const int8_t* planes, const float* sx, int64_t K, co
             const int8_t* p = P[m];
             const __m512i a2 = _mm512_dpbusd_epi32(zero, v, _mm512_loadu_si512(p + 0));
             const __m512i a1 = _mm512_dpbusd_epi32(zero, v, _mm512_loadu_si512(p + 64));
-            const __m512i a0 = _mm512_dpbusd_epi32(zero, v, _mm512_loadu_si512(p + 128));
+            const __m512i a10 = _mm512_dpbusd_epi32(_mm512_slli_epi32(a1, 8), v, _mm512_loadu_si512(p + 128));
             // 8-bit codes: a2 << 16 could overflow i32, so the top digit plane is accumulated apart.
             const __m512 fac = _mm512_permutexvar_ps(idx, f[r][m]);
-            acc[r][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_slli_epi32(a1, 8), a0)), fac, acc[r][m]);
+            acc[r][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a10), fac, acc[r][m]);
             acc2[r][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a2), fac, acc2[r][m]);
           }
         }
