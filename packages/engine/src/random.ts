@@ -26,8 +26,15 @@ export function shrinkLayers(config: Record<string, unknown>, layers: number): R
     if (typeof n !== 'number') return c;
     const out: Record<string, unknown> = { ...c, num_hidden_layers: Math.min(n, layers) };
     for (const [k, v] of Object.entries(c)) if (Array.isArray(v) && v.length === n) out[k] = v.slice(0, Math.min(n, layers));
-    // Gemma 3n: KV-shared layers are counted from the end; keep none shared in a cut model unless it still fits.
-    if (typeof c.num_kv_shared_layers === 'number') out.num_kv_shared_layers = Math.max(0, Math.min(c.num_kv_shared_layers, Math.min(n, layers) - 2));
+    // Gemma 3n: the last num_kv_shared_layers layers read the KV of the last non-shared layer of their
+    // attention type, so the non-shared prefix must still hold one layer of each type present.
+    if (typeof c.num_kv_shared_layers === 'number') {
+      const kept = Math.min(n, layers);
+      const types = Array.isArray(out.layer_types) ? (out.layer_types as string[]) : [];
+      const firsts = [...new Set(types)].map((t) => types.indexOf(t));
+      const need = firsts.length ? Math.max(...firsts) + 1 : 2;
+      out.num_kv_shared_layers = Math.max(0, Math.min(c.num_kv_shared_layers, kept - need));
+    }
     return out;
   };
   const top = cut(config);
