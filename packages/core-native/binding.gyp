@@ -2,7 +2,7 @@
   # One addon, several kernel variants: each ISA is its own static library compiled with its own flags,
   # and cpu.cc picks one at load time (never -march=native, so a prebuilt binary runs on any CPU of its arch).
   "target_defaults": {
-    "cflags_cc": ["-std=c++17", "-O3", "-fvisibility=hidden", "-ffp-contract=fast", "-fno-math-errno"],
+    "cflags_cc": ["-std=c++17", "-O3", "-fvisibility=hidden", "-ffp-contract=fast", "-fno-math-errno", "-Wno-maybe-uninitialized"],
     "cflags_cc!": ["-fno-exceptions"],
     "cflags!": ["-fno-exceptions"],
     "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")", "src"],

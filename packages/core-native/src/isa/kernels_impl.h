@@ -531,6 +531,25 @@ static inline __m512 load_scales16(const uint8_t* p, int64_t i, __mmask16 m) {
   return _mm512_cvtph_ps(h);
 }
 
+// For chunk i of a block of 16 groups, the group (0..15) of each i32 lane: lane l holds codes
+// i * CW + l * LC ... (CW codes per 64-byte chunk, LC per lane). One table per (bits, group size).
+struct VnniLaneGroups {
+  alignas(64) int32_t t[2][3][32 * 16];
+  VnniLaneGroups() {
+    for (int b = 0; b < 2; b++)
+      for (int gi = 0; gi < 3; gi++) {
+        const int CW = b == 0 ? 128 : 64, LC = b == 0 ? 8 : 4, G = 32 << gi;
+        for (int i = 0; i < 32; i++)
+          for (int l = 0; l < 16; l++) t[b][gi][16 * i + l] = (i * CW + l * LC) / G;
+      }
+  }
+  const int32_t* table(int bits, int G) const { return t[bits == 4 ? 0 : 1][G == 32 ? 0 : G == 64 ? 1 : 2]; }
+  static const VnniLaneGroups& get() {
+    static const VnniLaneGroups g;
+    return g;
+  }
+};
+
 // The scale half of the quantized dot product for rows [n, n + R) against MB prepared x rows, over
 // groups [g0, g1) (g0 a multiple of 16), added to out[r][m]. Groups are taken 16 at a time: their
 // scales times the x group scales form one f32 vector f, and each chunk's lanes pick their group's
@@ -546,10 +565,7 @@ static inline void vnni_dot(const int8_t* planes, const float* sx, int64_t K, co
   const int64_t gpr = K / G, row_bytes = K * BITS / 8, xplane = (K / CW) * PB;
   const uint8_t* rows[R];
   for (int r = 0; r < R; r++) rows[r] = w.data + (n + r) * row_bytes;
-  // Lane l of chunk i (within a block of 16 groups) holds codes i * CW + l * LC ...: its group in the block.
-  alignas(64) int32_t idxs[16 * 32];
-  for (int i = 0; i < 16 * G / CW; i++)
-    for (int l = 0; l < 16; l++) idxs[16 * i + l] = (i * CW + l * LC) / G;
+  const int32_t* idxs = VnniLaneGroups::get().table(BITS, G);
   const __m512i nib = _mm512_set1_epi8(0x0f);
   const __m512i zero = _mm512_setzero_si512();
   __m512 acc[R][MB], acc2[R][MB];
