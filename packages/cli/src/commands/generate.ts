@@ -36,13 +36,15 @@ export function registerGenerate(program: Command): void {
     .option('--audio <file>', 'WAV file for audio-capable models (Gemma 3n / Gemma 4)')
     .option('--json', 'print one JSON object (text, token ids, stats) instead of streaming');
   addSamplingFlags(cmd).action(async (o: Record<string, unknown>) => {
+    const demo = Boolean(o.demo && !o.model);
+    // The random-weight demo prints meaningless text: keep it short unless asked otherwise.
+    if (demo && cmd.getOptionValueSource('maxTokens') === 'default') o.maxTokens = 48;
     let prompt = o.prompt as string | undefined;
     if (prompt === undefined && o.promptFile) prompt = readFileSync(o.promptFile as string, 'utf8');
-    if (prompt === undefined) {
-      if (process.stdin.isTTY) {
-        if (o.demo && !o.model) prompt = 'Write a haiku about fast inference.';
-        else throw new UsageError('no prompt: pass --prompt, --prompt-file or pipe text on stdin');
-      } else prompt = await readStdin();
+    if (prompt === undefined && !process.stdin.isTTY) prompt = await readStdin();
+    if (prompt === undefined || prompt.trim() === '') {
+      if (demo) prompt = 'Write a haiku about fast inference.';
+      else throw new UsageError('no prompt: pass --prompt, --prompt-file or pipe text on stdin');
     }
     const loaded = await openModel(o as never);
     const opts = { ...samplingOptions(o), system: o.system as string | undefined, noChatTemplate: o.chatTemplate === false };
