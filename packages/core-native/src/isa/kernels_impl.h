@@ -226,11 +226,25 @@ static inline void row_tiles(int64_t n0, int64_t n1, const TR& tile_r, const T1&
   for (; n < n1; n++) tile_1(n);
 }
 
-// Software prefetch distance for a GEMV tile: the same offset one tile (R rows) further on, which is
-// where the next tile's rows are (rows are consecutive), and at least 4 KB ahead.
+// Software prefetch for GEMV tiles. Rows are consecutive, so the next tile (R rows) is the contiguous
+// region after this one; while a tile is computed, its share of that region is prefetched in address
+// order, one cache line per 64 bytes the tile consumes. DRAM then sees one sequential stream per thread
+// even though a tile reads R rows side by side. Short rows give the hardware prefetchers too little to
+// train on, and the quantized inner loops are light enough that waiting on DRAM would show.
+// The distance is one tile, and at least 4 KB.
 static inline int64_t gemv_prefetch_distance(int R, int64_t row_bytes) {
   return std::max<int64_t>(int64_t(R) * row_bytes, 4096);
 }
+struct TilePrefetch {
+  const uint8_t* base;  // first byte to prefetch (tile start + distance)
+  int64_t issued = 0, consumed = 0;
+  TilePrefetch(const uint8_t* tile, int64_t distance) : base(tile + distance) {}
+  // The tile consumed `bytes` more bytes: prefetch as many ahead.
+  inline void advance(int64_t bytes) {
+    consumed += bytes;
+    for (; issued < consumed; issued += 64) __builtin_prefetch(base + issued, 0, 3);
+  }
+};
 
 // Rows of W per GEMV tile: every x load feeds R weight rows, and R x MB accumulator sets stay in
 // registers (32 vector registers with AVX-512, 16 otherwise). Used when x is too large to stay in L1 for
@@ -286,7 +300,7 @@ static void gemv_float_tile(const float* xs, const float* x, int64_t K, const We
   vf acc[R][MB][2];
   for (int r = 0; r < R; r++)
     for (int m = 0; m < MB; m++) acc[r][m][0] = acc[r][m][1] = vsplat(0.f);
-  const int64_t pf = gemv_prefetch_distance(R, K * esz);
+  TilePrefetch pref(rows[0], gemv_prefetch_distance(R, K * esz));
   int64_t k = 0;
   for (; k + 2 * VL <= K; k += 2 * VL) {
     vf xa[MB], xb[MB];
@@ -294,8 +308,7 @@ static void gemv_float_tile(const float* xs, const float* x, int64_t K, const We
       xa[m] = vload(xs + m * K + k);
       xb[m] = vload(xs + m * K + k + VL);
     }
-    if (((k * esz) & 63) == 0)  // one prefetch per cache line (see gemv_prefetch_distance)
-      for (int r = 0; r < R; r++) __builtin_prefetch(rows[r] + pf + k * esz, 0, 3);
+    pref.advance(R * 2 * VL * esz);
     for (int r = 0; r < R; r++) {
       vf w0, w1;
       wload2<DT, PAIRS>(rows[r], k, w0, w1);
@@ -340,9 +353,9 @@ template <int BITS, int SD, int MB, int R>
 static void gemv_q_tile(const float* xs, const float* xsum, int64_t K, const WeightRef& w, const float* bias,
                         float* y, int64_t N, int64_t n) {
   const int64_t G = w.group, gpr = K / G, row_bytes = K * BITS / 8;
-  const int64_t pf = gemv_prefetch_distance(R, row_bytes);
   const uint8_t* rows[R];
   for (int r = 0; r < R; r++) rows[r] = w.data + (n + r) * row_bytes;
+  TilePrefetch pref(rows[0], gemv_prefetch_distance(R, row_bytes));
   vf acc[R][MB];
   for (int r = 0; r < R; r++)
     for (int m = 0; m < MB; m++) acc[r][m] = vsplat(0.f);
@@ -356,8 +369,7 @@ static void gemv_q_tile(const float* xs, const float* xsum, int64_t K, const Wei
         xa[m] = vload(xs + m * K + c);
         xb[m] = vload(xs + m * K + c + VL);
       }
-      if (((c * BITS / 8) & 63) == 0)  // one prefetch per cache line (see gemv_prefetch_distance)
-        for (int r = 0; r < R; r++) __builtin_prefetch(rows[r] + pf + c * BITS / 8, 0, 3);
+      pref.advance(R * 2 * VL * BITS / 8);
       for (int r = 0; r < R; r++) {
         vf lo, hi;
         if (BITS == 4) {
@@ -531,25 +543,6 @@ static inline __m512 load_scales16(const uint8_t* p, int64_t i, __mmask16 m) {
   return _mm512_cvtph_ps(h);
 }
 
-// For chunk i of a block of 16 groups, the group (0..15) of each i32 lane: lane l holds codes
-// i * CW + l * LC ... (CW codes per 64-byte chunk, LC per lane). One table per (bits, group size).
-struct VnniLaneGroups {
-  alignas(64) int32_t t[2][3][32 * 16];
-  VnniLaneGroups() {
-    for (int b = 0; b < 2; b++)
-      for (int gi = 0; gi < 3; gi++) {
-        const int CW = b == 0 ? 128 : 64, LC = b == 0 ? 8 : 4, G = 32 << gi;
-        for (int i = 0; i < 32; i++)
-          for (int l = 0; l < 16; l++) t[b][gi][16 * i + l] = (i * CW + l * LC) / G;
-      }
-  }
-  const int32_t* table(int bits, int G) const { return t[bits == 4 ? 0 : 1][G == 32 ? 0 : G == 64 ? 1 : 2]; }
-  static const VnniLaneGroups& get() {
-    static const VnniLaneGroups g;
-    return g;
-  }
-};
-
 // The scale half of the quantized dot product for rows [n, n + R) against MB prepared x rows, over
 // groups [g0, g1) (g0 a multiple of 16), added to out[r][m]. Groups are taken 16 at a time: their
 // scales times the x group scales form one f32 vector f, and each chunk's lanes pick their group's
@@ -565,7 +558,10 @@ static inline void vnni_dot(const int8_t* planes, const float* sx, int64_t K, co
   const int64_t gpr = K / G, row_bytes = K * BITS / 8, xplane = (K / CW) * PB;
   const uint8_t* rows[R];
   for (int r = 0; r < R; r++) rows[r] = w.data + (n + r) * row_bytes;
-  const int32_t* idxs = VnniLaneGroups::get().table(BITS, G);
+  TilePrefetch pref(rows[0], pf);
+  const __m128i gshift = _mm_cvtsi32_si128(G == 32 ? 5 : G == 64 ? 6 : 7);
+  const __m512i lanes = _mm512_setr_epi32(0, LC, 2 * LC, 3 * LC, 4 * LC, 5 * LC, 6 * LC, 7 * LC, 8 * LC, 9 * LC,
+                                          10 * LC, 11 * LC, 12 * LC, 13 * LC, 14 * LC, 15 * LC);
   const __m512i nib = _mm512_set1_epi8(0x0f);
   const __m512i zero = _mm512_setzero_si512();
   __m512 acc[R][MB], acc2[R][MB];
@@ -584,13 +580,11 @@ static inline void vnni_dot(const int8_t* planes, const float* sx, int64_t K, co
     const int64_t nch = int64_t(ng) * G / CW;
     for (int64_t i = 0; i < nch; i++) {
       const int64_t c = gb * G + i * CW;
-      const __m512i idx = _mm512_load_si512(idxs + 16 * i);
+      const __m512i idx = _mm512_srl_epi32(_mm512_add_epi32(_mm512_set1_epi32(int(i * CW)), lanes), gshift);
       const int8_t* P[MB];
       for (int m = 0; m < MB; m++) P[m] = planes + m * xplane + (c / CW) * PB;
       for (int r = 0; r < R; r++) {
-        // Short rows give the hardware prefetchers too little to train on, and a chunk is
-        // compute-light enough that waiting on DRAM would show (see gemv_prefetch_distance).
-        __builtin_prefetch(rows[r] + pf + c * BITS / 8, 0, 3);
+        pref.advance(64);  // see TilePrefetch
         const __m512i v = _mm512_loadu_si512(rows[r] + c * BITS / 8);
         if (BITS == 4) {
           const __m512i lo = _mm512_and_si512(v, nib);
@@ -598,7 +592,7 @@ static inline void vnni_dot(const int8_t* planes, const float* sx, int64_t K, co
           for (int m = 0; m < MB; m++) {
             const int8_t* p = P[m];
             // Horner over the digit planes, the accumulate of vpdpbusd doing the additions:
-            // a = ((a2 << 8) + a1) << 8) + a0. |a2| <= 8 * 15 * 128 = 15360, so every step stays in i32.
+            // a = (((a2 << 8) + a1) << 8) + a0. |a2| <= 8 * 15 * 128 = 15360, so every step stays in i32.
             __m512i a = _mm512_dpbusd_epi32(zero, lo, _mm512_loadu_si512(p + 0));
             a = _mm512_dpbusd_epi32(a, hi, _mm512_loadu_si512(p + 64));
             a = _mm512_dpbusd_epi32(_mm512_slli_epi32(a, 8), lo, _mm512_loadu_si512(p + 128));
