@@ -1,5 +1,5 @@
 // Independent references for the conformance tests: written from the format descriptions
-// (../../shared/specs/formats.md (b), IEEE binary16, bfloat16), not from the kernels' code, and computed in
+// (the project spec formats.md (b), IEEE binary16, bfloat16), not from the kernels' code, and computed in
 // float64 unless a step is specified as f32 arithmetic (the MLX quantizer).
 import * as native from '../lib/index.js';
 
