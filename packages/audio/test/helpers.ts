@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { SafetensorsFile } from '@mlxcel/tensor';
 
 const here = dirname(fileURLToPath(import.meta.url));
-/** Fixtures are copied into the repo (DESIGN.md: tests never read ../shared). */
+/** Fixtures are copied into the repo (DESIGN.md: tests read nothing outside the repository). */
 export const FIXTURES = resolve(here, '../../../fixtures');
 
 export interface Expected {
