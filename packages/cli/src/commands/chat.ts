@@ -47,9 +47,17 @@ export function registerChat(program: Command): void {
       const all = Array.from(promptIds(loaded, history));
       let common = 0;
       while (common < fed.length && common < all.length && fed[common] === all[common]) common++;
-      if (state && common < fed.length) state.trim(fed.length - common);
       if (common === all.length) common--; // always feed at least one token
-      if (state && common < state.offset) state.trim(state.offset - common);
+      if (state && common < state.offset) {
+        try {
+          state.trim(state.offset - common);
+        } catch {
+          // Some KV storages (quantized) cannot drop finalized rows: re-encode the conversation instead.
+          info(dim('(re-encoding the conversation: this KV storage cannot be trimmed)'));
+          state = undefined;
+          common = 0;
+        }
+      }
       const gen = generate(loaded, all.slice(common), { ...base, state });
       let reply = '';
       const out: number[] = [];
