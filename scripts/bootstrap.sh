@@ -8,13 +8,12 @@ cd "$(dirname "$0")/.."
 job="${1:-none}"
 [ $# -gt 0 ] && shift
 if ! pnpm --version 2>/dev/null | grep -q '^10\.'; then
-  echo "[mlxcel] installing pnpm 10" >&2
-  if ! npm install -g pnpm@10.34.9 >/dev/null 2>&1; then
-    # No write access to npm's global prefix: keep pnpm inside the repo instead.
-    npm install --no-save --prefix "$PWD/.tools" pnpm@10.34.9 >/dev/null
-    PATH="$PWD/.tools/node_modules/.bin:$PATH"
-    export PATH
-  fi
+  # No pnpm 10 on PATH: install it inside the repo (.tools/, git-ignored) rather than globally, so the
+  # set-up needs no write access outside the clone and works whatever npm's global prefix is.
+  echo "[mlxcel] installing pnpm 10 into .tools/" >&2
+  npm install --no-save --no-audit --no-fund --prefix "$PWD/.tools" pnpm@10.34.9 >&2
+  PATH="$PWD/.tools/node_modules/.bin:$PATH"
+  export PATH
 fi
 echo "[mlxcel] installing dependencies" >&2
 pnpm install --frozen-lockfile --reporter=append-only >&2
