@@ -38,6 +38,7 @@ export interface GenerateOptions extends SamplerOptions {
 }
 
 export interface GeneratedToken {
+  /** The sampled id, or -1 for a final text-only item (text the detokenizer held back until the end). */
   token: number;
   /** Text that became final with this token (may be empty while UTF-8 or a stop string is pending). */
   text: string;
