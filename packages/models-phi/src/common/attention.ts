@@ -5,6 +5,33 @@
  */
 import type { Run } from './batch.js';
 
+/** The config keys Phi-3 and PhiMoE share for their (identical on every layer) attention. */
+export interface UniformAttentionConfig {
+  num_hidden_layers: number;
+  num_attention_heads: number;
+  num_key_value_heads: number;
+  head_dim: number;
+  sliding_window: number | null;
+}
+
+/**
+ * Per-layer cache specs and the attention geometry of a model whose layers all attend alike, with
+ * scores scaled by D^(−1/2) (phi3.md §3.1) and HF window semantics i − W < j ≤ i (§3.2).
+ */
+export function uniformAttention(cfg: UniformAttentionConfig): {
+  layerCaches: { nKvHeads: number; headDim: number; window: number | null }[];
+  geom: AttentionGeometry;
+} {
+  const cache = { nKvHeads: cfg.num_key_value_heads, headDim: cfg.head_dim, window: cfg.sliding_window };
+  return {
+    layerCaches: Array.from({ length: cfg.num_hidden_layers }, () => ({ ...cache })),
+    geom: {
+      nHeads: cfg.num_attention_heads, nKvHeads: cfg.num_key_value_heads, headDim: cfg.head_dim,
+      scale: 1 / Math.sqrt(cfg.head_dim), window: cfg.sliding_window,
+    },
+  };
+}
+
 export interface AttentionGeometry {
   nHeads: number;
   nKvHeads: number;

@@ -5,7 +5,7 @@
  */
 import { ops, type WeightStore } from '@mlxcel/tensor';
 import { swigluHalves } from '../common/activations.js';
-import { attendRuns, type AttentionGeometry } from '../common/attention.js';
+import { attendRuns, uniformAttention, type AttentionGeometry } from '../common/attention.js';
 import type { Plan } from '../common/batch.js';
 import { PhiModelBase } from '../common/model-base.js';
 import { splitColumns } from '../common/rows.js';
@@ -22,23 +22,18 @@ export class Phi3Model extends PhiModelBase {
 
   constructor(raw: Record<string, unknown>, store: WeightStore, opts: Phi3ConfigOptions = {}) {
     const cfg = parsePhi3Config(raw, opts);
+    const attention = uniformAttention(cfg);
     const w = loadPhi3Weights(store, cfg, raw);
     super({
       modelType: 'phi3', family: 'phi3', config: raw,
       vocabSize: cfg.vocab_size, numLayers: cfg.num_hidden_layers, hiddenSize: cfg.hidden_size,
       maxContext: cfg.max_position_embeddings, rope: cfg.rope,
-      layerCaches: Array.from({ length: cfg.num_hidden_layers }, () => ({
-        nKvHeads: cfg.num_key_value_heads, headDim: cfg.head_dim, window: cfg.sliding_window,
-      })),
+      layerCaches: attention.layerCaches,
       prefillChunk: PREFILL_CHUNK, stats: w.stats,
     });
     this.cfg = cfg;
     this.w = w;
-    // Scores scaled by D^(−1/2) (phi3.md §3.1); HF window semantics i − W < j ≤ i (§3.2).
-    this.geom = {
-      nHeads: cfg.num_attention_heads, nKvHeads: cfg.num_key_value_heads, headDim: cfg.head_dim,
-      scale: 1 / Math.sqrt(cfg.head_dim), window: cfg.sliding_window,
-    };
+    this.geom = attention.geom;
   }
 
   protected embed(ids: Int32Array): Float32Array {

@@ -7,7 +7,7 @@
  */
 import { sparsemixer, type Routing } from '@mlxcel/moe';
 import { ops, type WeightStore } from '@mlxcel/tensor';
-import { attendRuns, type AttentionGeometry } from '../common/attention.js';
+import { attendRuns, uniformAttention, type AttentionGeometry } from '../common/attention.js';
 import type { Plan } from '../common/batch.js';
 import { PhiModelBase } from '../common/model-base.js';
 import { parsePhiMoEConfig, type PhiMoEConfig, type PhiMoEConfigOptions } from './config.js';
@@ -27,22 +27,18 @@ export class PhiMoEModel extends PhiModelBase {
 
   constructor(raw: Record<string, unknown>, store: WeightStore, opts: PhiMoEConfigOptions = {}) {
     const cfg = parsePhiMoEConfig(raw, opts);
+    const attention = uniformAttention(cfg);
     const w = loadPhiMoEWeights(store, cfg, raw);
     super({
       modelType: 'phimoe', family: 'phimoe', config: raw,
       vocabSize: cfg.vocab_size, numLayers: cfg.num_hidden_layers, hiddenSize: cfg.hidden_size,
       maxContext: cfg.max_position_embeddings, rope: cfg.rope,
-      layerCaches: Array.from({ length: cfg.num_hidden_layers }, () => ({
-        nKvHeads: cfg.num_key_value_heads, headDim: cfg.head_dim, window: cfg.sliding_window,
-      })),
+      layerCaches: attention.layerCaches,
       prefillChunk: PREFILL_CHUNK, stats: w.stats,
     });
     this.cfg = cfg;
     this.w = w;
-    this.geom = {
-      nHeads: cfg.num_attention_heads, nKvHeads: cfg.num_key_value_heads, headDim: cfg.head_dim,
-      scale: 1 / Math.sqrt(cfg.head_dim), window: cfg.sliding_window,
-    };
+    this.geom = attention.geom;
   }
 
   protected embed(ids: Int32Array): Float32Array {
