@@ -160,7 +160,6 @@ export class Generation implements AsyncIterable<GeneratedToken> {
     const chunk = opts.prefillChunk ?? (model.prefillChunk === null ? 0 : model.prefillChunk);
 
     const t0 = performance.now();
-    let peakRss = process.memoryUsage.rss();
     let logits = prefill(model, state, ids, chunk, opts.embeddingOverrides, opts.onPrefillProgress);
     const tPrefill = performance.now();
     let generated = 0;
@@ -190,7 +189,6 @@ export class Generation implements AsyncIterable<GeneratedToken> {
       }
       if (state.offset + 1 > model.maxContext) { finish = 'length'; break; }
       logits = model.forward([{ ids: Int32Array.of(token), state }], { logits: 'last' })[0]!;
-      peakRss = Math.max(peakRss, process.memoryUsage.rss());
       await yieldToLoop();
     }
     const tEnd = performance.now();
@@ -202,7 +200,8 @@ export class Generation implements AsyncIterable<GeneratedToken> {
       timeToFirstTokenMs: tFirst - t0,
       prefillTokensPerSec: ids.length / Math.max(1e-9, (tPrefill - t0) / 1000),
       decodeTokensPerSec: decodeSteps / Math.max(1e-9, (tEnd - tFirst) / 1000),
-      peakRssBytes: Math.max(peakRss, process.memoryUsage.rss()),
+      // The kernel tracks the process's high-water mark: no sampling needed in the decode loop.
+      peakRssBytes: process.resourceUsage().maxRSS * 1024,
     });
   }
 }

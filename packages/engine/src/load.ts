@@ -52,6 +52,16 @@ function idList(v: unknown): number[] {
   return [];
 }
 
+/** The folder's tokenizer, or null when it ships none (fixtures, bare checkpoints); other errors propagate. */
+function tokenizerIfPresent(dir: string): Tokenizer | null {
+  try {
+    return loadTokenizer(dir);
+  } catch (e) {
+    if ((e as { code?: string }).code === 'TOKENIZER_FILES_MISSING') return null;
+    throw e;
+  }
+}
+
 /** Loads a model from a folder already on disk (no network). */
 export function loadModelFromDir(dir: string, opts: Omit<LoadModelOptions, keyof DownloadModelOptions> = {}): LoadedModel {
   if (!existsSync(join(dir, 'config.json')))
@@ -60,8 +70,7 @@ export function loadModelFromDir(dir: string, opts: Omit<LoadModelOptions, keyof
   const arch = architectureFor(config, join(dir, 'config.json'));
   const weights = Checkpoint.open(dir);
   const model = arch.load({ dir, config, weights });
-  const hasTokenizer = ['tokenizer.json', 'cl100k_base.tiktoken'].some((f) => existsSync(join(dir, f)));
-  const tokenizer = opts.tokenizer !== 'none' && hasTokenizer ? loadTokenizer(dir) : null;
+  const tokenizer = opts.tokenizer === 'none' ? null : tokenizerIfPresent(dir);
   const generationConfig = existsSync(join(dir, 'generation_config.json'))
     ? readJson(join(dir, 'generation_config.json'), 'generation config')
     : {};

@@ -5,6 +5,7 @@
  */
 import { SafetensorsFile, Tensor, writeSafetensors, type LanguageModel } from '@mlxcel/tensor';
 import { MlxcelError } from './errors.js';
+import { Sampler } from './sampling/index.js';
 
 export interface TraceOptions {
   /** Prefill chunk size; 0/undefined = one pass. */
@@ -23,15 +24,6 @@ export interface TraceResult {
   greedyLogits?: Float32Array;
 }
 
-function argmaxSuppressed(row: Float32Array, suppressed: Set<number>): number {
-  let best = -1, bv = -Infinity;
-  for (let i = 0; i < row.length; i++) {
-    if (suppressed.has(i)) continue;
-    if (row[i]! > bv || best < 0) { bv = row[i]!; best = i; }
-  }
-  return best;
-}
-
 export function traceModel(model: LanguageModel, ids: Int32Array, opts: TraceOptions = {}): TraceResult {
   const V = model.vocabSize;
   const T = ids.length;
@@ -48,13 +40,14 @@ export function traceModel(model: LanguageModel, ids: Int32Array, opts: TraceOpt
   const result: TraceResult = { inputIds: ids, logits };
   const N = opts.decode ?? 0;
   if (N > 0) {
-    const suppressed = new Set(model.suppressedTokenIds());
+    // Greedy exactly as generate() picks at temperature 0, suppressed ids excluded.
+    const greedy = new Sampler({ temperature: 0, suppressedIds: model.suppressedTokenIds() });
     const greedyIds = new Int32Array(N);
     const greedyLogits = new Float32Array(N * V);
     let row = logits.subarray((T - 1) * V, T * V);
     for (let n = 0; n < N; n++) {
       greedyLogits.set(row, n * V);
-      const tok = argmaxSuppressed(row, suppressed);
+      const tok = greedy.sample(row).token;
       greedyIds[n] = tok;
       if (n + 1 < N) row = model.forward([{ ids: Int32Array.of(tok), state }], { logits: 'last' })[0]!.slice(-V);
     }

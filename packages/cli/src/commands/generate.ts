@@ -1,12 +1,11 @@
 /** mlxcel generate: one prompt in, streamed text out (or one JSON object with --json). */
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { generate, type GenerationStats } from '@mlxcel/engine';
+import { audioPrompt, generate, type GenerationStats } from '@mlxcel/engine';
 import { UsageError } from '../errors.js';
 import { addSamplingFlags, samplingOptions } from '../sampling.js';
 import { dim, formatBytes, info } from '../ui/output.js';
 import { openModel } from './model-arg.js';
-import { audioPrompt } from './audio.js';
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -50,7 +49,7 @@ export function registerGenerate(program: Command): void {
     const opts = { ...samplingOptions(o), system: o.system as string | undefined, noChatTemplate: o.chatTemplate === false };
     let input: Parameters<typeof generate>[1] = prompt;
     let overrides;
-    if (o.audio) ({ ids: input, overrides } = await audioPrompt(loaded, o.audio as string, prompt, { system: opts.system }));
+    if (o.audio) ({ ids: input, overrides } = audioPrompt(loaded, o.audio as string, prompt, { system: opts.system }));
     const gen = generate(loaded, input, { ...opts, embeddingOverrides: overrides });
     const tokens: number[] = [];
     let text = '';

@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { compareTraces, loadModel, traceAudio, traceModel, writeTrace } from '@mlxcel/engine';
-import { SafetensorsFile, type Tensor } from '@mlxcel/tensor';
+import { SafetensorsFile, writeSafetensors, type Tensor } from '@mlxcel/tensor';
 import { UsageError } from '../errors.js';
 import { idList, int, num } from '../parse.js';
 import { info } from '../ui/output.js';
@@ -71,7 +71,6 @@ export function registerTrace(program: Command): void {
       const r = traceModel(loaded.model, ids, { chunk: o.chunk as number | undefined, decode: o.decode as number | undefined, kvCache: o.kvCache as string | undefined });
       writeTrace(o.out as string, r, loaded.model.vocabSize, extra);
     } else {
-      const { writeSafetensors } = await import('@mlxcel/tensor');
       writeSafetensors(o.out as string, extra, { format: 'mlxcel-trace' });
     }
     info(`wrote ${o.out}`);
