@@ -46,8 +46,8 @@
           "defines": ["MLX_HAVE_X86_VARIANTS=1"]
         }],
         ["target_arch=='arm64'", {
-          "dependencies": ["kernels_neon"],
-          "defines": ["MLX_HAVE_NEON_VARIANT=1"]
+          "dependencies": ["kernels_neon", "kernels_neon_dotprod"],
+          "defines": ["MLX_HAVE_NEON_VARIANT=1", "MLX_HAVE_NEON_DOTPROD_VARIANT=1"]
         }]
       ]
     }
@@ -84,6 +84,13 @@
           "target_name": "kernels_neon",
           "type": "static_library",
           "sources": ["src/isa/isa_neon.cc"]
+        },
+        {
+          "target_name": "kernels_neon_dotprod",
+          "type": "static_library",
+          "sources": ["src/isa/isa_neon_dotprod.cc"],
+          "cflags_cc": ["-march=armv8.2-a+dotprod"],
+          "xcode_settings": { "OTHER_CPLUSPLUSFLAGS": ["-O3", "-ffp-contract=fast", "-march=armv8.2-a+dotprod"] }
         }
       ]
     }]

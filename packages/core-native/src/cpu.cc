@@ -4,6 +4,14 @@
 
 #include <cstdlib>
 #include <cstring>
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#elif defined(__aarch64__) && defined(__APPLE__)
+#include <sys/sysctl.h>
+#elif defined(_M_ARM64) || (defined(__aarch64__) && defined(_WIN32))
+#include <windows.h>
+#endif
 #include <stdexcept>
 #include <string>
 
@@ -28,7 +36,16 @@ CpuFeatures detect_cpu() {
   f.avx512_bf16 = false;
 #endif
 #if defined(__aarch64__)
-  f.neon = true;
+  f.neon = true;  // Advanced SIMD is part of the AArch64 baseline
+#if defined(__linux__)
+  f.neon_dotprod = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#elif defined(__APPLE__)
+  int dp = 0;
+  size_t len = sizeof dp;
+  f.neon_dotprod = sysctlbyname("hw.optional.arm.FEAT_DotProd", &dp, &len, nullptr, 0) == 0 && dp != 0;
+#elif defined(_WIN32)
+  f.neon_dotprod = IsProcessorFeaturePresent(PF_ARM_V82_DP_INSTRUCTIONS_AVAILABLE) != 0;
+#endif
 #endif
   return f;
 }
@@ -44,6 +61,9 @@ std::vector<const KernelTable*> available_variants() {
 #endif
 #if defined(MLX_HAVE_NEON_VARIANT)
   if (f.neon) v.push_back(&kNeonKernels);
+#endif
+#if defined(MLX_HAVE_NEON_DOTPROD_VARIANT)
+  if (f.neon && f.neon_dotprod) v.push_back(&kNeonDotprodKernels);
 #endif
   (void)f;
   return v;

@@ -8,7 +8,7 @@ namespace mlx {
 
 struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false, avx512 = false, avx512_vnni = false, avx512_bf16 = false;
-  bool neon = false;
+  bool neon = false, neon_dotprod = false;  // neon_dotprod: Armv8.2 SDOT/UDOT (FEAT_DotProd)
 };
 
 CpuFeatures detect_cpu();

@@ -195,6 +195,9 @@ extern const KernelTable kAvx512VnniKernels;
 #if defined(MLX_HAVE_NEON_VARIANT)
 extern const KernelTable kNeonKernels;
 #endif
+#if defined(MLX_HAVE_NEON_DOTPROD_VARIANT)
+extern const KernelTable kNeonDotprodKernels;
+#endif
 
 // The variant chosen at load time (MLXCEL_ISA overrides; see cpu.cc).
 const KernelTable& kernels();

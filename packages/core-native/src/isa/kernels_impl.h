@@ -458,7 +458,8 @@ static void gemv_q_rows(const float* xp, const float* xsum, int64_t K, const Wei
 // ---- Integer-dot GEMV for 4-/8-bit weights: AVX-512 VNNI (4- and 8-bit) and AVX2 (4-bit) ----
 // Shared by both: the exact 3-piece split of x described below (kPlaneT, plane_digits). Each variant
 // then has its own plane writer (the plane layout follows its vector width) and dot kernel.
-#if (defined(__AVX512VNNI__) && MLX_VL == 16) || (defined(__AVX2__) && MLX_VL == 8)
+#if (defined(__AVX512VNNI__) && MLX_VL == 16) || (defined(__AVX2__) && MLX_VL == 8) || \
+    (defined(__ARM_FEATURE_DOTPROD) && MLX_VL == 4)
 // Per quantization group g, x is written as three signed 8-bit digit planes:
 //   x[c] ~= sx[g] * t[c],  t = d2*65536 + d1*256 + d0,  |t| <= 8355711,  sx[g] = max_g |x| / 8355711,
 // so each x is represented to 23 bits relative to its group's largest element (error <= 2^-24 max_g|x|,
@@ -802,6 +803,8 @@ static void avx2_q4_row(const int8_t* planes, const float* sx, const float* xsum
 }
 #endif  // AVX2 integer-dot GEMV
 
+#include "gemv_neon_dot.h"
+
 template <int MB>
 static void gemv_block(const float* x, const WeightRef& w, const float* bias, float* y) {
   constexpr int R = GemvRows<MB>::R;
@@ -809,7 +812,7 @@ static void gemv_block(const float* x, const WeightRef& w, const float* bias, fl
   static thread_local Scratch s_xp, s_xsum;
   const bool quant = w.dtype == kQAffine;
   const int64_t gpr = quant ? K / w.group : 0;
-  bool vnni = false;  // the integer-dot path runs (VNNI, or the AVX2 q4 path below)
+  bool vnni = false;  // the integer-dot path runs (VNNI, the AVX2 q4 path or NEON SDOT, below)
   const int8_t* planes = nullptr;
   const float* sx = nullptr;
 #if defined(__AVX512VNNI__) && MLX_VL == 16
@@ -830,6 +833,17 @@ static void gemv_block(const float* x, const WeightRef& w, const float* bias, fl
     float* sc = s_sx.get<float>(size_t(MB * gpr));
     vnni = true;
     for (int m = 0; m < MB && vnni; m++) vnni = avx2_q4_prepare(x + m * K, K, w.group, pl + m * K * 3, sc + m * gpr);
+    planes = pl;
+    sx = sc;
+  }
+#elif defined(__ARM_FEATURE_DOTPROD) && MLX_VL == 4
+  static thread_local Scratch s_planes, s_sx;
+  if (quant && (w.bits == 4 || w.bits == 8) && (w.group == 32 || w.group == 64 || w.group == 128)) {
+    int8_t* pl = s_planes.get<int8_t>(size_t(MB * K * 3));
+    float* sc = s_sx.get<float>(size_t(MB * gpr));
+    vnni = true;
+    for (int m = 0; m < MB && vnni; m++)
+      vnni = neon_dot_prepare(x + m * K, K, w.group, w.bits, pl + m * K * 3, sc + m * gpr);
     planes = pl;
     sx = sc;
   }
@@ -891,6 +905,14 @@ static void gemv_block(const float* x, const WeightRef& w, const float* bias, fl
 #elif defined(__AVX2__) && MLX_VL == 8
       if (vnni) {  // AVX2 q4 integer dot: always one row at a time (the planes stay in L1/L2, measured faster)
         for (int64_t n = n0; n < n1; n++) avx2_q4_row<SD, MB>(planes, sx, xsum, K, w, bias, y, N, n);
+        return;
+      }
+#elif defined(__ARM_FEATURE_DOTPROD) && MLX_VL == 4
+      if (vnni) {  // SDOT integer dot, one row at a time (see gemv_neon_dot.h)
+        if (w.bits == 4)
+          for (int64_t n = n0; n < n1; n++) neon_dot_row<4, SD, MB>(planes, sx, xsum, K, w, bias, y, N, n);
+        else
+          for (int64_t n = n0; n < n1; n++) neon_dot_row<8, SD, MB>(planes, sx, xsum, K, w, bias, y, N, n);
         return;
       }
 #endif
