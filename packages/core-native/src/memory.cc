@@ -11,7 +11,17 @@
 #include "bindings.h"
 
 #if defined(_WIN32)
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
 #include <windows.h>
+
+#include <climits>
+#include <cstdint>
+#include <memory>
 #else
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -57,17 +67,171 @@ Napi::Value Alloc(const Napi::CallbackInfo& info) {
   return ab;
 }
 
+#if defined(_WIN32)
+// ---- Windows helpers ----------------------------------------------------------------------------
+
+// Closes a kernel handle on every exit path. Read GetLastError() before one of these goes out of scope:
+// CloseHandle may overwrite it.
+struct WinHandle {
+  HANDLE h = nullptr;
+  explicit WinHandle(HANDLE v) : h(v) {}
+  WinHandle(const WinHandle&) = delete;
+  WinHandle& operator=(const WinHandle&) = delete;
+  ~WinHandle() {
+    if (h && h != INVALID_HANDLE_VALUE) ::CloseHandle(h);
+  }
+  bool ok() const { return h && h != INVALID_HANDLE_VALUE; }
+};
+
+// A mapped view and the file handle kept open beside it; released when the ArrayBuffer is collected.
+struct WinMapping {
+  void* addr = nullptr;
+  HANDLE file = INVALID_HANDLE_VALUE;
+  WinMapping() = default;
+  WinMapping(const WinMapping&) = delete;
+  WinMapping& operator=(const WinMapping&) = delete;
+  ~WinMapping() {
+    if (addr) ::UnmapViewOfFile(addr);
+    if (file != INVALID_HANDLE_VALUE) ::CloseHandle(file);
+  }
+};
+
+std::string narrow(const wchar_t* w, int wlen) {
+  if (wlen <= 0) return std::string();
+  int n = ::WideCharToMultiByte(CP_UTF8, 0, w, wlen, nullptr, 0, nullptr, nullptr);
+  if (n <= 0) return std::string();
+  std::string out(size_t(n), '\0');
+  ::WideCharToMultiByte(CP_UTF8, 0, w, wlen, &out[0], n, nullptr, nullptr);
+  return out;
+}
+
+// The system's text for a Win32 error code, in UTF-8, without the trailing period and line break (like
+// strerror), followed by the code: "The system cannot find the file specified (error 2)".
+std::string win_error_text(DWORD code) {
+  wchar_t* buf = nullptr;
+  DWORD len = ::FormatMessageW(
+      FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, nullptr, code, 0,
+      reinterpret_cast<wchar_t*>(&buf), 0, nullptr);
+  std::string text;
+  if (len > 0 && buf) {
+    while (len > 0 && (buf[len - 1] == L'\r' || buf[len - 1] == L'\n' || buf[len - 1] == L' ' || buf[len - 1] == L'.'))
+      --len;
+    text = narrow(buf, int(len));
+  }
+  if (buf) ::LocalFree(buf);
+  if (text.empty()) return "Windows error " + std::to_string(code);
+  return text + " (error " + std::to_string(code) + ")";
+}
+
+// UTF-8 -> UTF-16. False (with the reason in *err) when the text is not valid UTF-8.
+bool widen(const std::string& s, std::wstring* out, DWORD* err) {
+  out->clear();
+  if (s.empty()) return true;
+  if (s.size() > size_t(INT_MAX)) {
+    *err = ERROR_FILENAME_EXCED_RANGE;
+    return false;
+  }
+  int n = ::MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s.data(), int(s.size()), nullptr, 0);
+  if (n <= 0) {
+    *err = ::GetLastError();
+    return false;
+  }
+  out->resize(size_t(n));
+  ::MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s.data(), int(s.size()), &(*out)[0], n);
+  return true;
+}
+
+// Paths of MAX_PATH characters or more only open through the \\?\ prefix (unless the process opted into
+// long paths), which in turn needs a full, normalised path: the same thing Node's fs does with
+// path.toNamespacedPath. Shorter paths, and anything this cannot resolve, are returned unchanged.
+std::wstring long_path(const std::wstring& p) {
+  if (p.size() < MAX_PATH) return p;
+  if (p.compare(0, 4, L"\\\\?\\") == 0 || p.compare(0, 4, L"\\\\.\\") == 0) return p;
+  DWORD n = ::GetFullPathNameW(p.c_str(), 0, nullptr, nullptr);
+  if (n == 0) return p;
+  std::wstring full(size_t(n), L'\0');
+  n = ::GetFullPathNameW(p.c_str(), n, &full[0], nullptr);
+  if (n == 0 || n >= full.size()) return p;
+  full.resize(n);
+  if (full.compare(0, 4, L"\\\\?\\") == 0 || full.compare(0, 4, L"\\\\.\\") == 0) return full;
+  if (full.compare(0, 2, L"\\\\") == 0) return L"\\\\?\\UNC\\" + full.substr(2);
+  return L"\\\\?\\" + full;
+}
+#else
 struct Mapping {
   void* addr = nullptr;
   size_t len = 0;
 };
+#endif
 
+// Maps a whole file read-only with copy-on-write pages: the file can never be modified through the
+// mapping, and a stray JS write lands in a private page instead of crashing the process. An empty file
+// gives an empty (V8-owned) ArrayBuffer. The mapping is released when the ArrayBuffer is collected.
+// Errors name the file and give the OS's reason.
 Napi::Value MapFile(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!info[0].IsString()) throw_type(env, "mmapFile: path must be a string");
   std::string path = info[0].As<Napi::String>().Utf8Value();
 #if defined(_WIN32)
-  throw Napi::Error::New(env, "mmapFile: not implemented on Windows yet; read the file instead");
+  std::wstring wpath;
+  DWORD conv_err = 0;
+  if (!widen(path, &wpath, &conv_err))
+    throw Napi::Error::New(env, "mmapFile: cannot open '" + path + "': " + win_error_text(conv_err));
+  // Owns the view and the file handle from here on, so every error path below releases them; allocated
+  // up front so nothing can throw between MapViewOfFile and the hand-off to the ArrayBuffer.
+  auto m = std::make_unique<WinMapping>();
+  // FILE_SHARE_READ | FILE_SHARE_DELETE: other readers are fine and the file can still be renamed (moved
+  // aside so a new one takes its name); writers are refused for as long as the handle is open (their
+  // changes would show through pages not yet copied), which is why the finalizer, not this function,
+  // closes it: share access ends with the last handle, not with the last view.
+  m->file = ::CreateFileW(long_path(wpath).c_str(), GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_DELETE, nullptr,
+                          OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr);
+  if (m->file == INVALID_HANDLE_VALUE) {
+    DWORD e = ::GetLastError();
+    throw Napi::Error::New(env, "mmapFile: cannot open '" + path + "': " + win_error_text(e));
+  }
+  LARGE_INTEGER size;
+  if (!::GetFileSizeEx(m->file, &size)) {
+    DWORD e = ::GetLastError();
+    throw Napi::Error::New(env, "mmapFile: cannot stat '" + path + "': " + win_error_text(e));
+  }
+  uint64_t size64 = uint64_t(size.QuadPart);
+  if (sizeof(size_t) < sizeof(uint64_t) && size64 > uint64_t(SIZE_MAX))
+    throw Napi::Error::New(env, "mmapFile: mmap of '" + path + "' failed: " + win_error_text(ERROR_NOT_ENOUGH_MEMORY));
+  size_t len = size_t(size64);
+  // As on POSIX: an empty file gives an empty buffer (CreateFileMapping refuses an empty file anyway).
+  if (len == 0) return Napi::ArrayBuffer::New(env, 0);
+  // PAGE_WRITECOPY + FILE_MAP_COPY = MAP_PRIVATE with PROT_READ | PROT_WRITE. The section is sized to what
+  // GetFileSizeEx saw, so a file truncated in between fails here rather than faulting later.
+  {
+    WinHandle section(::CreateFileMappingW(m->file, nullptr, PAGE_WRITECOPY, DWORD(size64 >> 32),
+                                           DWORD(size64 & 0xffffffffu), nullptr));
+    if (!section.ok()) {
+      DWORD e = ::GetLastError();
+      throw Napi::Error::New(env, "mmapFile: mmap of '" + path + "' failed: " + win_error_text(e));
+    }
+    m->addr = ::MapViewOfFile(section.h, FILE_MAP_COPY, 0, 0, len);
+    if (!m->addr) {
+      DWORD e = ::GetLastError();
+      std::string msg = "mmapFile: mmap of '" + path + "' failed: " + win_error_text(e);
+      // A copy-on-write view is charged against the commit limit for its whole size when it is mapped.
+      if (e == ERROR_COMMITMENT_LIMIT || e == ERROR_NOT_ENOUGH_MEMORY || e == ERROR_COMMITMENT_MINIMUM)
+        msg += "; a copy-on-write mapping needs its full size in commit charge (RAM + paging file)";
+      throw Napi::Error::New(env, msg);
+    }
+    // The section handle closes here: the view keeps the section alive until UnmapViewOfFile.
+  }
+  napi_value raw;
+  napi_status s = napi_create_external_arraybuffer(
+      env, m->addr, len, [](napi_env, void*, void* hint) { delete static_cast<WinMapping*>(hint); }, m.get(), &raw);
+  if (s == napi_ok) {
+    static_cast<void>(m.release());  // the ArrayBuffer's finalizer owns it now
+    return Napi::Value(env, raw);
+  }
+  // Copying fallback for runtimes without external buffers; `m` unmaps and closes on the way out.
+  Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, len);
+  std::memcpy(ab.Data(), m->addr, len);
+  return ab;
 #else
   int fd = ::open(path.c_str(), O_RDONLY);
   if (fd < 0) throw Napi::Error::New(env, "mmapFile: cannot open '" + path + "': " + std::strerror(errno));
