@@ -136,8 +136,8 @@ static inline vf vtanh(vf x) {
 
 // ---------------------------------------------------------------------------------------------
 // Matmul. y[M,N] = x[M,K] . W^T. Small M (decode) streams W once through a GEMV that dequantizes in
-// registers; large M (prefill) packs and dequantizes NB-row panels of W into L1 scratch and runs a
-// register-blocked outer-product micro-kernel.
+// registers; large M (prefill) transposes x into tiles and streams W rows, decoded a block at a time,
+// through a register-blocked micro-kernel (gemm_xt.h).
 
 constexpr int kGemvMaxM = 4;
 
@@ -934,85 +934,7 @@ static void gemv_block(const float* x, const WeightRef& w, const float* bias, fl
   (void)vnni;
 }
 
-// GEMM micro-kernel: acc[MR][2 vectors] += x[m, k] * Wp[k, 0..NB) over kc steps.
-constexpr int NB = 2 * VL;
-constexpr int MR = 6;
-constexpr int64_t KC = 256;
-
-template <int R>
-static void micro(const float* x, int64_t ldx, const float* wp, int64_t kc, float* y, int64_t ldy, int ncols) {
-  vf acc[R][2];
-  for (int r = 0; r < R; r++) {
-    if (ncols == NB) {
-      acc[r][0] = vload(y + r * ldy);
-      acc[r][1] = vload(y + r * ldy + VL);
-    } else {
-      float t[NB] = {};
-      for (int j = 0; j < ncols; j++) t[j] = y[r * ldy + j];
-      acc[r][0] = vload(t);
-      acc[r][1] = vload(t + VL);
-    }
-  }
-  for (int64_t k = 0; k < kc; k++) {
-    const vf w0 = vload(wp + k * NB), w1 = vload(wp + k * NB + VL);
-    for (int r = 0; r < R; r++) {
-      const vf xv = vsplat(x[r * ldx + k]);
-      acc[r][0] += xv * w0;
-      acc[r][1] += xv * w1;
-    }
-  }
-  for (int r = 0; r < R; r++) {
-    if (ncols == NB) {
-      vstore(y + r * ldy, acc[r][0]);
-      vstore(y + r * ldy + VL, acc[r][1]);
-    } else {
-      float t[NB];
-      vstore(t, acc[r][0]);
-      vstore(t + VL, acc[r][1]);
-      for (int j = 0; j < ncols; j++) y[r * ldy + j] = t[j];
-    }
-  }
-}
-
-static void gemm(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y) {
-  const int64_t K = w.cols, N = w.rows;
-  const int64_t panels = (N + NB - 1) / NB;
-  // KC must hold whole quantization groups so panels dequantize group-aligned.
-  int64_t kc_step = KC;
-  if (w.dtype == kQAffine) kc_step = std::max<int64_t>(w.group, (KC / w.group) * w.group);
-  parallel_for(panels, 1, [&](int64_t p0, int64_t p1) {
-    std::unique_ptr<float[]> rowbuf(new float[size_t(kc_step)]);
-    std::unique_ptr<float[]> wp(new float[size_t(kc_step * NB)]);
-    for (int64_t p = p0; p < p1; p++) {
-      const int64_t n0 = p * NB;
-      const int ncols = int(std::min<int64_t>(NB, N - n0));
-      for (int64_t m = 0; m < M; m++)
-        for (int j = 0; j < ncols; j++) y[m * N + n0 + j] = bias ? bias[n0 + j] : 0.f;
-      for (int64_t k0 = 0; k0 < K; k0 += kc_step) {
-        const int64_t kc = std::min<int64_t>(kc_step, K - k0);
-        // Pack: wp[k, j] = W[n0 + j, k0 + k], zero for missing columns.
-        for (int j = 0; j < NB; j++) {
-          if (j < ncols) {
-            weight_row_range(w, n0 + j, k0, kc, rowbuf.get());
-            for (int64_t k = 0; k < kc; k++) wp[k * NB + j] = rowbuf[k];
-          } else {
-            for (int64_t k = 0; k < kc; k++) wp[k * NB + j] = 0.f;
-          }
-        }
-        int64_t m = 0;
-        for (; m + MR <= M; m += MR) micro<MR>(x + m * K + k0, K, wp.get(), kc, y + m * N + n0, N, ncols);
-        switch (M - m) {
-          case 5: micro<5>(x + m * K + k0, K, wp.get(), kc, y + m * N + n0, N, ncols); break;
-          case 4: micro<4>(x + m * K + k0, K, wp.get(), kc, y + m * N + n0, N, ncols); break;
-          case 3: micro<3>(x + m * K + k0, K, wp.get(), kc, y + m * N + n0, N, ncols); break;
-          case 2: micro<2>(x + m * K + k0, K, wp.get(), kc, y + m * N + n0, N, ncols); break;
-          case 1: micro<1>(x + m * K + k0, K, wp.get(), kc, y + m * N + n0, N, ncols); break;
-          default: break;
-        }
-      }
-    }
-  });
-}
+#include "gemm_xt.h"
 
 static void matmul(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y) {
   if (M > 2 * kGemvMaxM) { gemm(x, M, w, bias, y); return; }

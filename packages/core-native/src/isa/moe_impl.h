@@ -188,35 +188,13 @@ struct MoeGemmJob {
   float* y;        // [m, N]
 };
 
-static inline bool moe_gemm_permutes(const WeightRef& w) { return w.dtype == kQAffine && w.bits == 4 && w.group % (2 * VL) == 0; }
+static inline bool moe_gemm_permutes(const WeightRef& w) { return decodes_pair_permuted(w); }
 
 // Row n, columns [k0, k0 + kn) of W as f32 into buf, in the order the matching x is stored.
+// Float rows are copied/converted too: a copy costs 1/m of the FMAs and makes every load aligned
+// (rows of an mmapped f32 tensor start wherever the file put them).
 static const float* moe_dot_wrow(const WeightRef& w, int64_t n, int64_t k0, int64_t kn, float* buf) {
-  const int64_t K = w.cols;
-  // Float rows are copied/converted too: a copy costs 1/m of the FMAs and makes every load aligned
-  // (rows of an mmapped f32 tensor start wherever the file put them).
-  if (w.dtype != kQAffine) { float_row_range(w, n, k0, kn, buf); return buf; }
-  const int64_t gpr = K / w.group;
-  const uint8_t* row = w.data + n * (K * w.bits / 8);
-  if (moe_gemm_permutes(w) || (w.bits == 8 && w.group % VL == 0)) {
-    for (int64_t c0 = k0; c0 < k0 + kn; c0 += w.group) {
-      const vf s = vsplat(load_scalar(w.scales, w.scale_dtype, n * gpr + c0 / w.group));
-      const vf b = vsplat(load_scalar(w.biases, w.scale_dtype, n * gpr + c0 / w.group));
-      float* o = buf + (c0 - k0);
-      if (w.bits == 4) {
-        for (int64_t c = 0; c < w.group; c += 2 * VL) {
-          vf lo, hi;
-          decode_q4(row + ((c0 + c) >> 1), lo, hi);
-          vstore(o + c, lo * s + b);
-          vstore(o + c + VL, hi * s + b);
-        }
-      } else {
-        for (int64_t c = 0; c < w.group; c += VL) vstore(o + c, decode_q8(row + c0 + c) * s + b);
-      }
-    }
-    return buf;
-  }
-  dequant_row_range(w, n, k0, kn, buf);
+  decode_row_block(w, n, k0, kn, buf);
   return buf;
 }
 

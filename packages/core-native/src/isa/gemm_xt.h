@@ -1,0 +1,153 @@
+// ---- GEMM for prefill (included by kernels_impl.h inside the variant namespace) ----
+// y[M, N] = x[M, K] . W^T (M > 2 * kGemvMaxM). The small operand, x, is packed once per call,
+// transposed into tiles of MW = 2 * VL rows ([k][MW] per tile); the weight is never transposed: float
+// weights are read in place and the others are decoded a block of rows at a time, in their natural row
+// layout, with vectorized decoders. A micro-kernel then broadcasts one weight element per row and
+// multiplies it into two x vectors (MW rows of x), NR weight rows at a time, keeping NR x 2 vector
+// accumulators: per k, 2 vector loads + NR broadcasts for 2 * NR FMAs.
+// (An earlier version packed every weight panel transposed, one scalar store per element, which cost as
+// much as the arithmetic for prompts of a few dozen tokens; x is 1-2 orders of magnitude smaller than
+// the weight, so transposing it instead is almost free.)
+//
+// 4-bit codes are decoded in the pair-permuted order of decode_q4 (per 2 * VL codes: the even elements,
+// then the odd ones); the x pack applies the same permutation to k, so no shuffle is needed anywhere.
+
+constexpr int kXtMW = 2 * VL;         // rows of x per tile (two vectors)
+constexpr int kXtNR = 6;              // weight rows per micro-kernel call: 12 accumulators
+constexpr int kXtPanel = 4 * kXtNR;   // weight rows per task unit
+constexpr int64_t kXtKBlock = 256;    // K per block: 24 decoded rows x 256 x 4 B = 24 KB
+
+// Whether rows of W decode to the pair-permuted order (4-bit codes through decode_q4: per 2 * VL codes,
+// the even elements, then the odd ones). The matching x must then be permuted the same way.
+static inline bool decodes_pair_permuted(const WeightRef& w) {
+  return w.dtype == kQAffine && w.bits == 4 && w.group % (2 * VL) == 0;
+}
+
+// Elements [c0, c0 + n) of row r of W as f32 into out, in natural order or, where
+// decodes_pair_permuted(w), pair-permuted. c0 and n are whole groups for quantized weights. 4- and
+// 8-bit codes use the vector decoders; other widths the scalar one. Shared with the MoE grouped GEMM.
+static void decode_row_block(const WeightRef& w, int64_t r, int64_t c0, int64_t n, float* out) {
+  if (w.dtype != kQAffine) { float_row_range(w, r, c0, n, out); return; }
+  const int G = w.group;
+  const int64_t gpr = w.cols / G;
+  const uint8_t* row = w.data + r * (w.cols * w.bits / 8);
+  if ((w.bits != 4 && w.bits != 8) || G % (2 * VL) != 0) { dequant_row_range(w, r, c0, n, out); return; }
+  for (int64_t c = c0; c < c0 + n; c += G) {
+    const int64_t g = c / G;
+    const vf s = vsplat(scale_at(w.scales, w.scale_dtype, r * gpr + g));
+    const vf b = vsplat(scale_at(w.biases, w.scale_dtype, r * gpr + g));
+    float* o = out + (c - c0);
+    if (w.bits == 4) {
+      for (int j = 0; j < G; j += 2 * VL) {
+        vf lo, hi;
+        decode_q4(row + (c + j) / 2, lo, hi);
+        vstore(o + j, lo * s + b);
+        vstore(o + j + VL, hi * s + b);
+      }
+    } else {
+      for (int j = 0; j < G; j += VL) vstore(o + j, decode_q8(row + c + j) * s + b);
+    }
+  }
+}
+
+// Packs x into tiles: xt[(t * K + k') * MW + l] = x[t * MW + l, k] where k' is k's position in the
+// decode order; rows past M are zero.
+static void xt_pack(const float* x, int64_t M, int64_t K, bool pairs, float* xt) {
+  const int64_t tiles = (M + kXtMW - 1) / kXtMW;
+  parallel_for(tiles, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; t++)
+      for (int l = 0; l < kXtMW; l++) {
+        const int64_t m = t * kXtMW + l;
+        float* dst = xt + t * K * kXtMW + l;
+        if (m >= M) {
+          for (int64_t k = 0; k < K; k++) dst[k * kXtMW] = 0.f;
+          continue;
+        }
+        const float* src = x + m * K;
+        int64_t k = 0;
+        if (pairs)  // K % (2 * VL) == 0 here (whole groups)
+          for (; k < K; k += 2 * VL)
+            for (int j = 0; j < VL; j++) {
+              dst[(k + j) * kXtMW] = src[k + 2 * j];
+              dst[(k + VL + j) * kXtMW] = src[k + 2 * j + 1];
+            }
+        for (; k < K; k++) dst[k * kXtMW] = src[k];
+      }
+  });
+}
+
+// out[j][l] = sum_{k < kc} wr[j][k] * xt[k][l] for NR weight rows.
+template <int NR>
+static inline void xt_micro(const float* xt, const float* const* wr, int64_t kc, float (*out)[kXtMW]) {
+  vf acc[NR][2];
+  for (int j = 0; j < NR; j++) acc[j][0] = acc[j][1] = vsplat(0.f);
+  for (int64_t k = 0; k < kc; k++) {
+    const vf x0 = vload(xt + k * kXtMW), x1 = vload(xt + k * kXtMW + VL);
+    for (int j = 0; j < NR; j++) {
+      const vf wv = vsplat(wr[j][k]);
+      acc[j][0] += wv * x0;
+      acc[j][1] += wv * x1;
+    }
+  }
+  for (int j = 0; j < NR; j++) {
+    vstore(out[j], acc[j][0]);
+    vstore(out[j] + VL, acc[j][1]);
+  }
+}
+
+static void gemm(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y) {
+  const int64_t K = w.cols, N = w.rows;
+  const bool pairs = decodes_pair_permuted(w);
+  static thread_local Scratch s_xt;  // the calling thread's; workers only read it
+  float* xt = s_xt.get<float>(size_t(((M + kXtMW - 1) / kXtMW) * kXtMW * K));
+  xt_pack(x, M, K, pairs, xt);
+  const int64_t tiles = (M + kXtMW - 1) / kXtMW;
+  // Quantized blocks start on group boundaries (the decoders work group by group).
+  int64_t kb = kXtKBlock;
+  if (w.dtype == kQAffine) kb = std::max<int64_t>(w.group, (kXtKBlock / w.group) * w.group);
+  const bool in_place = w.dtype == kF32;
+  const int64_t panels = (N + kXtPanel - 1) / kXtPanel;
+  parallel_for(panels, 1, [&](int64_t p0, int64_t p1) {
+    static thread_local Scratch s_block;
+    float* block = in_place ? nullptr : s_block.get<float>(size_t(kXtPanel * kb));
+    float out[kXtNR][kXtMW];
+    for (int64_t p = p0; p < p1; p++) {
+      const int64_t n0 = p * kXtPanel;
+      const int np = int(std::min<int64_t>(kXtPanel, N - n0));
+      for (int64_t m = 0; m < M; m++)
+        for (int j = 0; j < np; j++) y[m * N + n0 + j] = bias ? bias[n0 + j] : 0.f;
+      for (int64_t k0 = 0; k0 < K; k0 += kb) {
+        const int64_t kc = std::min<int64_t>(kb, K - k0);
+        const float* wr[kXtPanel];
+        for (int j = 0; j < np; j++) {
+          if (in_place) {
+            wr[j] = reinterpret_cast<const float*>(w.data) + (n0 + j) * K + k0;
+          } else {
+            decode_row_block(w, n0 + j, k0, kc, block + j * kb);
+            wr[j] = block + j * kb;
+          }
+        }
+        for (int64_t t = 0; t < tiles; t++) {
+          const float* xb = xt + (t * K + k0) * kXtMW;
+          const int64_t m0 = t * kXtMW;
+          const int mv = int(std::min<int64_t>(kXtMW, M - m0));
+          for (int j = 0; j < np; j += kXtNR) {
+            const int nr = std::min(kXtNR, np - j);
+            switch (nr) {
+              case 6: xt_micro<6>(xb, wr + j, kc, out); break;
+              case 5: xt_micro<5>(xb, wr + j, kc, out); break;
+              case 4: xt_micro<4>(xb, wr + j, kc, out); break;
+              case 3: xt_micro<3>(xb, wr + j, kc, out); break;
+              case 2: xt_micro<2>(xb, wr + j, kc, out); break;
+              default: xt_micro<1>(xb, wr + j, kc, out); break;
+            }
+            for (int l = 0; l < mv; l++) {
+              float* yr = y + (m0 + l) * N + n0 + j;
+              for (int jj = 0; jj < nr; jj++) yr[jj] += out[jj][l];
+            }
+          }
+        }
+      }
+    }
+  });
+}
