@@ -7,9 +7,11 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <arm_neon.h>
 
 #define MLX_NS isa_neon
 #define MLX_VL 4
+#define MLX_USE_NEON 1
 #include "kernels_impl.h"
 
 namespace mlx {

@@ -13,6 +13,7 @@
 
 #define MLX_NS isa_neon_dotprod
 #define MLX_VL 4
+#define MLX_USE_NEON 1
 #include "kernels_impl.h"
 
 namespace mlx {

@@ -45,7 +45,8 @@ static inline vu as_u(vf f) { vu u; std::memcpy(&u, &f, sizeof u); return u; }
 static inline vf bytes_to_f(vb q) { return __builtin_convertvector(__builtin_convertvector(q, vi), vf); }
 
 // Packed-code decoders for the GEMV hot loop. GCC turns generic u8-vector code into byte extraction
-// through general registers, so the x86 variants use intrinsics; other targets use the generic form.
+// through general registers, so the x86 and NEON variants use intrinsics (MLX_USE_NEON is defined by
+// the neon variant files only: the "scalar" variant stays the plain generic reference on arm64 too).
 // decode_q4: VL bytes -> low nibbles (even elements) and high nibbles (odd elements) as f32.
 static inline void decode_q4(const uint8_t* p, vf& lo, vf& hi) {
 #if defined(__AVX512F__) && MLX_VL == 16
@@ -58,6 +59,12 @@ static inline void decode_q4(const uint8_t* p, vf& lo, vf& hi) {
   const __m128i m = _mm_set1_epi8(15);
   lo = (vf)_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_and_si128(q, m)));
   hi = (vf)_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(q, 4), m)));
+#elif defined(MLX_USE_NEON) && MLX_VL == 4
+  uint32_t word;
+  std::memcpy(&word, p, 4);
+  const uint8x8_t q = vreinterpret_u8_u32(vdup_n_u32(word));
+  lo = (vf)vcvtq_f32_u32(vmovl_u16(vget_low_u16(vmovl_u8(vand_u8(q, vdup_n_u8(15))))));
+  hi = (vf)vcvtq_f32_u32(vmovl_u16(vget_low_u16(vmovl_u8(vshr_n_u8(q, 4)))));
 #else
   vb q;
   std::memcpy(&q, p, sizeof q);
@@ -71,6 +78,10 @@ static inline vf decode_q8(const uint8_t* p) {
   return (vf)_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 #elif defined(__AVX2__) && MLX_VL == 8
   return (vf)_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+#elif defined(MLX_USE_NEON) && MLX_VL == 4
+  uint32_t word;
+  std::memcpy(&word, p, 4);
+  return (vf)vcvtq_f32_u32(vmovl_u16(vget_low_u16(vmovl_u8(vreinterpret_u8_u32(vdup_n_u32(word))))));
 #else
   vb q;
   std::memcpy(&q, p, sizeof q);
