@@ -573,7 +573,8 @@ static inline __m512 load_scales16(const uint8_t* p, int64_t i, __mmask16 m) {
 // groups [g0, g1) (g0 a multiple of 16), added to out[r][m]. Groups are taken 16 at a time: their
 // scales times the x group scales form one f32 vector f, and each chunk's lanes pick their group's
 // factor from f with one permute (a lane holds 8 (4-bit) or 4 (8-bit) consecutive codes, always of one
-// group). pf: software prefetch distance in bytes.
+// group). pf: software prefetch distance in bytes. Even and odd chunks accumulate into acc and acc2
+// (two FMA chains per row and x row), summed at the end.
 template <int BITS, int SD, int MB, int R>
 static inline void vnni_dot(const int8_t* planes, const float* sx, int64_t K, const WeightRef& w, int64_t n,
                             int64_t g0, int64_t g1, int64_t pf, float (*out)[MB]) {
@@ -636,13 +637,16 @@ static inline void vnni_dot(const int8_t* planes, const float* sx, int64_t K, co
         } else {
           for (int m = 0; m < MB; m++) {
             const int8_t* p = P[m];
-            const __m512i a2 = _mm512_dpbusd_epi32(zero, v, _mm512_loadu_si512(p + 0));
-            const __m512i a1 = _mm512_dpbusd_epi32(zero, v, _mm512_loadu_si512(p + 64));
-            const __m512i a10 = _mm512_dpbusd_epi32(_mm512_slli_epi32(a1, 8), v, _mm512_loadu_si512(p + 128));
-            // 8-bit codes: a2 << 16 could overflow i32, so the top digit plane is accumulated apart.
+            const __m512i p0 = _mm512_loadu_si512(p + 0), p1 = _mm512_loadu_si512(p + 64);
+            const __m512i p2 = _mm512_loadu_si512(p + 128);
+            const __m512i a2 = _mm512_dpbusd_epi32(zero, v, p0);
+            const __m512i a10 = _mm512_dpbusd_epi32(_mm512_slli_epi32(_mm512_dpbusd_epi32(zero, v, p1), 8), v, p2);
+            // 8-bit codes: a2 << 16 could overflow i32 (|a2| <= 4 * 255 * 128), so the top digit plane
+            // joins in f32: t = a2 * 65536 + a10 (a2 converts exactly; one rounding, as for 4-bit).
+            const __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a2), _mm512_set1_ps(65536.f), _mm512_cvtepi32_ps(a10));
             const __m512 fac = _mm512_permutexvar_ps(idx, f[r][m]);
-            acc[r][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a10), fac, acc[r][m]);
-            acc2[r][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a2), fac, acc2[r][m]);
+            if (i & 1) acc2[r][m] = _mm512_fmadd_ps(t, fac, acc2[r][m]);
+            else acc[r][m] = _mm512_fmadd_ps(t, fac, acc[r][m]);
           }
         }
       }
@@ -651,7 +655,7 @@ static inline void vnni_dot(const int8_t* planes, const float* sx, int64_t K, co
   for (int r = 0; r < R; r++)
     for (int m = 0; m < MB; m++) {
       __m512 t = acc[r][m];
-      t = BITS == 8 ? _mm512_fmadd_ps(acc2[r][m], _mm512_set1_ps(65536.f), t) : _mm512_add_ps(t, acc2[r][m]);
+      t = _mm512_add_ps(t, acc2[r][m]);
       out[r][m] += _mm512_reduce_add_ps(t);
     }
 }
