@@ -7,6 +7,9 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#if defined(__SSE2__)
+#include <emmintrin.h>  // the x86-64 baseline: code decoders (kernels_impl.h)
+#endif
 
 #define MLX_NS isa_scalar
 #define MLX_VL 4

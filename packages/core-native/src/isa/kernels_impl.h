@@ -45,8 +45,9 @@ static inline vu as_u(vf f) { vu u; std::memcpy(&u, &f, sizeof u); return u; }
 static inline vf bytes_to_f(vb q) { return __builtin_convertvector(__builtin_convertvector(q, vi), vf); }
 
 // Packed-code decoders for the GEMV hot loop. GCC turns generic u8-vector code into byte extraction
-// through general registers, so the x86 and NEON variants use intrinsics (MLX_USE_NEON is defined by
-// the neon variant files only: the "scalar" variant stays the plain generic reference on arm64 too).
+// through general registers, so the x86 variants (SSE2, the x86-64 baseline, in "scalar") and the NEON
+// variants use intrinsics (MLX_USE_NEON is defined by the neon variant files only: on arm64 the
+// "scalar" variant stays the plain generic code). Decoded codes are exact integers either way.
 // decode_q4: VL bytes -> low nibbles (even elements) and high nibbles (odd elements) as f32.
 static inline void decode_q4(const uint8_t* p, vf& lo, vf& hi) {
 #if defined(__AVX512F__) && MLX_VL == 16
@@ -65,6 +66,13 @@ static inline void decode_q4(const uint8_t* p, vf& lo, vf& hi) {
   const uint8x8_t q = vreinterpret_u8_u32(vdup_n_u32(word));
   lo = (vf)vcvtq_f32_u32(vmovl_u16(vget_low_u16(vmovl_u8(vand_u8(q, vdup_n_u8(15))))));
   hi = (vf)vcvtq_f32_u32(vmovl_u16(vget_low_u16(vmovl_u8(vshr_n_u8(q, 4)))));
+#elif defined(__SSE2__) && MLX_VL == 4
+  uint32_t word;
+  std::memcpy(&word, p, 4);
+  const __m128i q = _mm_cvtsi32_si128(int(word)), z = _mm_setzero_si128(), m = _mm_set1_epi8(15);
+  const __m128i l8 = _mm_and_si128(q, m), h8 = _mm_and_si128(_mm_srli_epi16(q, 4), m);
+  lo = (vf)_mm_cvtepi32_ps(_mm_unpacklo_epi16(_mm_unpacklo_epi8(l8, z), z));
+  hi = (vf)_mm_cvtepi32_ps(_mm_unpacklo_epi16(_mm_unpacklo_epi8(h8, z), z));
 #else
   vb q;
   std::memcpy(&q, p, sizeof q);
@@ -82,6 +90,11 @@ static inline vf decode_q8(const uint8_t* p) {
   uint32_t word;
   std::memcpy(&word, p, 4);
   return (vf)vcvtq_f32_u32(vmovl_u16(vget_low_u16(vmovl_u8(vreinterpret_u8_u32(vdup_n_u32(word))))));
+#elif defined(__SSE2__) && MLX_VL == 4
+  uint32_t word;
+  std::memcpy(&word, p, 4);
+  const __m128i z = _mm_setzero_si128();
+  return (vf)_mm_cvtepi32_ps(_mm_unpacklo_epi16(_mm_unpacklo_epi8(_mm_cvtsi32_si128(int(word)), z), z));
 #else
   vb q;
   std::memcpy(&q, p, sizeof q);
