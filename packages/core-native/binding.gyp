@@ -42,7 +42,7 @@
       "dependencies": ["kernels_scalar"],
       "conditions": [
         ["target_arch=='x64'", {
-          "dependencies": ["kernels_avx2", "kernels_avx512", "kernels_avx512vnni"],
+          "dependencies": ["kernels_avx2", "kernels_avx2vnni", "kernels_avx512", "kernels_avx512vnni"],
           "defines": ["MLX_HAVE_X86_VARIANTS=1"]
         }],
         ["target_arch=='arm64'", {
@@ -61,6 +61,13 @@
           "sources": ["src/isa/isa_avx2.cc"],
           "cflags_cc": ["-mavx2", "-mfma", "-mf16c"],
           "xcode_settings": { "OTHER_CPLUSPLUSFLAGS": ["-O3", "-ffp-contract=fast", "-mavx2", "-mfma", "-mf16c"] }
+        },
+        {
+          "target_name": "kernels_avx2vnni",
+          "type": "static_library",
+          "sources": ["src/isa/isa_avx2vnni.cc"],
+          "cflags_cc": ["-mavx2", "-mfma", "-mf16c", "-mavxvnni"],
+          "xcode_settings": { "OTHER_CPLUSPLUSFLAGS": ["-O3", "-ffp-contract=fast", "-mavx2", "-mfma", "-mf16c", "-mavxvnni"] }
         },
         {
           "target_name": "kernels_avx512",

@@ -33,6 +33,7 @@ CpuFeatures detect_cpu() {
   f.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   f.avx512_vnni = __builtin_cpu_supports("avx512vnni");
+  f.avx_vnni = __builtin_cpu_supports("avxvnni");
   f.avx512_bf16 = false;
 #endif
 #if defined(__aarch64__)
@@ -56,6 +57,7 @@ std::vector<const KernelTable*> available_variants() {
   v.push_back(&kScalarKernels);
 #if defined(MLX_HAVE_X86_VARIANTS)
   if (f.avx2) v.push_back(&kAvx2Kernels);
+  if (f.avx2 && f.avx_vnni) v.push_back(&kAvx2VnniKernels);
   if (f.avx512 && f.avx2) v.push_back(&kAvx512Kernels);
   if (f.avx512 && f.avx2 && f.avx512_vnni) v.push_back(&kAvx512VnniKernels);
 #endif

@@ -8,6 +8,7 @@ namespace mlx {
 
 struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false, avx512 = false, avx512_vnni = false, avx512_bf16 = false;
+  bool avx_vnni = false;  // AVX-VNNI: 256-bit vpdpbusd without AVX-512
   bool neon = false, neon_dotprod = false;  // neon_dotprod: Armv8.2 SDOT/UDOT (FEAT_DotProd)
 };
 

@@ -189,6 +189,7 @@ struct KernelTable {
 extern const KernelTable kScalarKernels;
 #if defined(MLX_HAVE_X86_VARIANTS)
 extern const KernelTable kAvx2Kernels;
+extern const KernelTable kAvx2VnniKernels;
 extern const KernelTable kAvx512Kernels;
 extern const KernelTable kAvx512VnniKernels;
 #endif

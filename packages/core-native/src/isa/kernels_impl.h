@@ -805,6 +805,20 @@ static void avx2_q4_row(const int8_t* planes, const float* sx, const float* xsum
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
       for (int m = 0; m < MB; m++) {
         const __m256i* p = reinterpret_cast<const __m256i*>(P[m] + i * PB);
+#if defined(__AVXVNNI__)
+        // AVX-VNNI (the avx2vnni variant): u8 x s8 dot products straight into i32, one chain per
+        // digit plane, a = (((a2 << 8) + a1) << 8) + a0 as in the AVX-512 VNNI path.
+        const __m256i z = _mm256_setzero_si256();
+        const __m256i p0 = _mm256_loadu_si256(p + 0), p1 = _mm256_loadu_si256(p + 1);
+        const __m256i p2 = _mm256_loadu_si256(p + 2), p3 = _mm256_loadu_si256(p + 3);
+        const __m256i p4 = _mm256_loadu_si256(p + 4), p5 = _mm256_loadu_si256(p + 5);
+        const __m256i a2 = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(z, lo, p0), hi, p1);
+        const __m256i a1 = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(z, lo, p2), hi, p3);
+        const __m256i a0 = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(z, lo, p4), hi, p5);
+        const __m256i a = _mm256_add_epi32(_mm256_slli_epi32(_mm256_add_epi32(_mm256_slli_epi32(a2, 8), a1), 8), a0);
+        (void)ones;
+        (void)k256;
+#else
         // Per digit plane: low nibbles x even elements + high nibbles x odd elements, in s16.
         const __m256i s2 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256(p + 0)),
                                             _mm256_maddubs_epi16(hi, _mm256_loadu_si256(p + 1)));
@@ -815,6 +829,7 @@ static void avx2_q4_row(const int8_t* planes, const float* sx, const float* xsum
         // Horner in i32: a = (((a2 << 8) + a1) << 8) + a0, the first shift folded into vpmaddwd.
         __m256i a = _mm256_add_epi32(_mm256_madd_epi16(s2, k256), _mm256_madd_epi16(s1, ones));
         a = _mm256_add_epi32(_mm256_slli_epi32(a, 8), _mm256_madd_epi16(s0, ones));
+#endif
         A[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), _mm256_permutevar8x32_ps(f[m], idx), A[m]);
       }
     };
