@@ -95,6 +95,43 @@ static inline void xt_micro(const float* xt, const float* const* wr, int64_t kc,
   }
 }
 
+// The same for a tile with at most VL valid rows (the last tile of a short prompt: M = 9 would
+// otherwise pay for 2 * VL rows of arithmetic).
+template <int NR>
+static inline void xt_micro_half(const float* xt, const float* const* wr, int64_t kc, float (*out)[kXtMW]) {
+  vf acc[NR];
+  for (int j = 0; j < NR; j++) acc[j] = vsplat(0.f);
+  for (int64_t k = 0; k < kc; k++) {
+    const vf x0 = vload(xt + k * kXtMW);
+    for (int j = 0; j < NR; j++) acc[j] += vsplat(wr[j][k]) * x0;
+  }
+  for (int j = 0; j < NR; j++) vstore(out[j], acc[j]);
+}
+
+// One micro-kernel call: nr weight rows against a tile of x (mv valid rows).
+static inline void xt_tile(int nr, int mv, const float* xt, const float* const* wr, int64_t kc,
+                           float (*out)[kXtMW]) {
+  if (mv <= VL) {
+    switch (nr) {
+      case 6: xt_micro_half<6>(xt, wr, kc, out); break;
+      case 5: xt_micro_half<5>(xt, wr, kc, out); break;
+      case 4: xt_micro_half<4>(xt, wr, kc, out); break;
+      case 3: xt_micro_half<3>(xt, wr, kc, out); break;
+      case 2: xt_micro_half<2>(xt, wr, kc, out); break;
+      default: xt_micro_half<1>(xt, wr, kc, out); break;
+    }
+    return;
+  }
+  switch (nr) {
+    case 6: xt_micro<6>(xt, wr, kc, out); break;
+    case 5: xt_micro<5>(xt, wr, kc, out); break;
+    case 4: xt_micro<4>(xt, wr, kc, out); break;
+    case 3: xt_micro<3>(xt, wr, kc, out); break;
+    case 2: xt_micro<2>(xt, wr, kc, out); break;
+    default: xt_micro<1>(xt, wr, kc, out); break;
+  }
+}
+
 static void gemm(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y) {
   const int64_t K = w.cols, N = w.rows;
   const bool pairs = decodes_pair_permuted(w);
@@ -133,14 +170,7 @@ static void gemm(const float* x, int64_t M, const WeightRef& w, const float* bia
           const int mv = int(std::min<int64_t>(kXtMW, M - m0));
           for (int j = 0; j < np; j += kXtNR) {
             const int nr = std::min(kXtNR, np - j);
-            switch (nr) {
-              case 6: xt_micro<6>(xb, wr + j, kc, out); break;
-              case 5: xt_micro<5>(xb, wr + j, kc, out); break;
-              case 4: xt_micro<4>(xb, wr + j, kc, out); break;
-              case 3: xt_micro<3>(xb, wr + j, kc, out); break;
-              case 2: xt_micro<2>(xb, wr + j, kc, out); break;
-              default: xt_micro<1>(xb, wr + j, kc, out); break;
-            }
+            xt_tile(nr, mv, xb, wr + j, kc, out);
             for (int l = 0; l < mv; l++) {
               float* yr = y + (m0 + l) * N + n0 + j;
               for (int jj = 0; jj < nr; jj++) yr[jj] += out[jj][l];
