@@ -71,10 +71,10 @@ for (const isa of VARIANTS) {
         }
       });
 
-      it(`${name} weights: large-M GEMM path (M = 64, 300)`, () => {
+      it(`${name} weights: large-M GEMM path (M = 9, 64, 300)`, () => {
         const N = 45, K = 130;
         const w = floatWeight(N, K, dt, 99);
-        for (const M of [64, 300]) {
+        for (const M of [9, 64, 300]) {
           const x = randF32(M * K, M);
           const bias = randF32(N, 5);
           const y = run(x, M, w.nw, bias);
@@ -130,12 +130,12 @@ for (const isa of VARIANTS) {
         }
     });
 
-    it('MLX affine 4-bit and 8-bit: large-M GEMM path (M = 64, 300), bf16 scales', () => {
+    it('MLX affine 4-bit and 8-bit: large-M GEMM path (M = 9, 64, 300), bf16 scales', () => {
       for (const bits of [4, 8]) {
         const N = 29, K = 256;
         const q = randomQ(N, K, bits, 64, 2, bits);
         const W = dequantRef(q), mag = quantMagnitude(q);
-        for (const M of [64, 300]) {
+        for (const M of [9, 64, 300]) {
           const x = randF32(M * K, M + bits);
           const bias = randF32(N, 3);
           const y = run(x, M, nativeQ(q), bias);
