@@ -31,6 +31,7 @@
         "src/cpu.cc",
         "src/memory.cc",
         "src/threadpool.cc",
+        "src/cpu_count.cc",
         "src/bind_matmul.cc",
         "src/bind_elementwise.cc",
         "src/bind_attention.cc",

@@ -180,7 +180,7 @@ run_target() {  # run_target native|arm64 [driver args...]
     # shellcheck disable=SC2086  # the per-target flags are words
     queue "$root/$src" "$obj" "${common[@]}" ${src_flags[$src]}
   done
-  for src in src/cpu.cc src/threadpool.cc; do
+  for src in src/cpu.cc src/threadpool.cc src/cpu_count.cc; do
     obj="$build/$(basename "$src" .cc).o"
     objs+=("$obj")
     queue "$root/$src" "$obj" "${common[@]}"

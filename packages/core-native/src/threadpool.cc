@@ -11,15 +11,17 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
-#include <fstream>
 #include <mutex>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define MLX_PAUSE() _mm_pause()
+#elif defined(__aarch64__)
+// ISB stalls for a few dozen cycles (YIELD is a no-op on most cores); a spin iteration must not be a
+// sched_yield system call.
+#define MLX_PAUSE() __asm__ __volatile__("isb" ::: "memory")
 #else
 #define MLX_PAUSE() std::this_thread::yield()
 #endif
@@ -165,26 +167,6 @@ Pool& pool() {
 }
 
 }  // namespace
-
-int physical_cores() {
-  // Linux: count distinct (physical id, core id) pairs; elsewhere fall back to logical CPUs.
-  std::ifstream f("/proc/cpuinfo");
-  if (f) {
-    std::set<std::pair<int, int>> cores;
-    std::string line;
-    int phys = 0, core = -1;
-    while (std::getline(f, line)) {
-      if (line.rfind("physical id", 0) == 0) phys = std::atoi(line.substr(line.find(':') + 1).c_str());
-      else if (line.rfind("core id", 0) == 0) {
-        core = std::atoi(line.substr(line.find(':') + 1).c_str());
-        cores.insert({phys, core});
-      }
-    }
-    if (!cores.empty()) return int(cores.size());
-  }
-  unsigned hc = std::thread::hardware_concurrency();
-  return hc ? int(hc) : 1;
-}
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) { pool().run(n, grain, fn); }
 int pool_threads() { return pool().threads(); }

@@ -12,6 +12,6 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
 
 int pool_threads();
 void set_pool_threads(int n);  // recreates the workers; n >= 1
-int physical_cores();
+int physical_cores();  // usable physical cores (affinity, cgroup quota; see cpu_count.cc)
 
 }  // namespace mlx

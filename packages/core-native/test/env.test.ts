@@ -72,3 +72,21 @@ describe('environment overrides', () => {
     expect(r.stdout.trim()).toBe('true');
   });
 });
+
+// The default pool size counts the physical cores this process may use, not the host's: a process
+// pinned to one CPU (taskset, a cpuset, a container's pinning) gets a one-thread pool.
+const hasTaskset = process.platform === 'linux' && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+describe.runIf(hasTaskset)('default thread count (Linux)', () => {
+  it('follows the CPU affinity mask', () => {
+    const script = `import(${JSON.stringify(lib)}).then((m) => console.log(JSON.stringify(m.cpuInfo())))`;
+    const r = spawnSync('taskset', ['-c', '0', process.execPath, '-e', script], {
+      env: { ...process.env, MLXCEL_ISA: '', MLXCEL_THREADS: '' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    const info = JSON.parse(r.stdout);
+    expect(info.physicalCores).toBe(1);
+    expect(info.threads).toBe(1);
+  });
+});
