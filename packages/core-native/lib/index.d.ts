@@ -62,6 +62,8 @@ export declare function softmax(x: Float32Array, rows: number, dim: number, out:
 export declare function unary(op: number, x: Float32Array, out: Float32Array): void;
 export declare function binary(op: number, a: Float32Array, b: Float32Array, out: Float32Array): void;
 export declare function affine(x: Float32Array, s: number, t: number, out: Float32Array): void;
+/** out = Σ_j coefs[j] · inputs[j] element-wise (1..64 inputs, each ≥ out.length floats; out may be an input). */
+export declare function linearCombine(inputs: readonly Float32Array[], coefs: Float32Array, out: Float32Array): void;
 export declare function rope(x: Float32Array, nTok: number, nHeads: number, headDim: number, positions: Int32Array, cosTab: Float32Array, sinTab: Float32Array, rotDim: number, interleaved: boolean): void;
 export declare function attention(o: AttentionOptions): void;
 export declare function toF32(src: ArrayBufferView | ArrayBuffer, srcDtype: 0 | 1 | 2, count: number, out: Float32Array): void;

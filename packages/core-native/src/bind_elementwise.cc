@@ -88,6 +88,28 @@ Napi::Value Affine(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// linearCombine(inputs: Float32Array[], coefs, out): out = sum_j coefs[j] * inputs[j] (element-wise;
+// out may be one of the inputs). Every input holds at least out.length floats.
+Napi::Value LinearCombine(const Napi::CallbackInfo& info) {
+  const char* fn = "linearCombine";
+  Napi::Env env = info.Env();
+  if (!info[0].IsArray()) throw_type(env, "linearCombine: inputs must be an array of Float32Array");
+  Napi::Array arr = info[0].As<Napi::Array>();
+  const uint32_t k = arr.Length();
+  if (k < 1 || k > uint32_t(kMaxLinComb))
+    throw_range(env, "linearCombine: inputs has " + std::to_string(k) + " arrays, needs 1.." + std::to_string(kMaxLinComb));
+  int64_t n = length_of(info[2], fn, "out");
+  float* out = f32_arg(info[2], fn, "out", n);
+  const float* c = f32_arg(info[1], fn, "coefs", k);
+  const float* xs[kMaxLinComb];
+  for (uint32_t j = 0; j < k; j++) {
+    const std::string name = "inputs[" + std::to_string(j) + "]";
+    xs[j] = f32_arg(arr.Get(j), fn, name.c_str(), n);
+  }
+  kernels().lincomb(xs, c, int(k), n, out);
+  return env.Undefined();
+}
+
 // rope(x, nTok, nHeads, headDim, positions, cosTab, sinTab, rotDim, interleaved) — in place on x.
 Napi::Value Rope(const Napi::CallbackInfo& info) {
   const char* fn = "rope";
@@ -123,6 +145,7 @@ void RegisterElementwise(Napi::Env env, Napi::Object exports) {
   exports.Set("unary", Napi::Function::New(env, Unary, "unary"));
   exports.Set("binary", Napi::Function::New(env, Binary, "binary"));
   exports.Set("affine", Napi::Function::New(env, Affine, "affine"));
+  exports.Set("linearCombine", Napi::Function::New(env, LinearCombine, "linearCombine"));
   exports.Set("rope", Napi::Function::New(env, Rope, "rope"));
 }
 

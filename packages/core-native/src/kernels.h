@@ -151,6 +151,8 @@ struct LocalAttentionArgs {
 enum UnaryOp : int { kSilu = 0, kGeluTanh = 1, kGeluErf = 2, kRelu = 3, kTanh = 4, kExp = 5, kSigmoid = 6, kNeg = 7, kSquare = 8, kSqrt = 9 };
 enum BinaryOp : int { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3, kMax = 4 };
 
+constexpr int kMaxLinComb = 64;  // inputs of one lincomb call
+
 struct KernelTable {
   const char* name;
   // y[M, N] = x[M, K] . W^T (+ bias[N] when bias != nullptr), K = w.cols, N = w.rows.
@@ -166,6 +168,8 @@ struct KernelTable {
   void (*binary)(int op, const float* a, int64_t n, const float* b, int64_t nb, float* out);
   // out[i] = x[i] * s + t
   void (*affine)(const float* x, int64_t n, float s, float t, float* out);
+  // out[i] = sum_{j < k} c[j] * xs[j][i]; 1 <= k <= kMaxLinComb; out may alias an input.
+  void (*lincomb)(const float* const* xs, const float* c, int k, int64_t n, float* out);
   // In-place rotary embedding on x[n_tok, n_heads, head_dim] using cos/sin tables [tab_rows, rot_dim/2].
   void (*rope)(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, const int32_t* pos,
                const float* cos_tab, const float* sin_tab, int64_t rot_dim, bool interleaved);

@@ -197,6 +197,29 @@ for (const isa of VARIANTS) {
       }
     });
 
+    it('linearCombine: out = sum_j c_j x_j for 1..9 inputs, in place on an input too', () => {
+      for (const n of SIZES) {
+        for (const k of [1, 2, 4, 9]) {
+          const xs = Array.from({ length: k }, (_, j) => randF32(n + j, n * 31 + j, -10, 10)); // longer inputs are fine
+          const c = randF32(k, k * 7 + n, -2, 2);
+          const ref = new Float64Array(n), mag = new Float64Array(n);
+          for (let j = 0; j < k; j++)
+            for (let i = 0; i < n; i++) {
+              ref[i] += c[j]! * xs[j]![i]!;
+              mag[i] += Math.abs(c[j]! * xs[j]![i]!);
+            }
+          const out = new Float32Array(n);
+          native.linearCombine(xs, c, out);
+          for (let i = 0; i < n; i++)
+            if (!(Math.abs(out[i]! - ref[i]!) <= 2 ** -22 * k * mag[i]!)) throw new Error(`${isa} linearCombine n=${n} k=${k} [${i}]: ${out[i]} vs ${ref[i]}`);
+          // out aliasing the first input gives the same result.
+          const x0 = xs[0]!.slice(0, n);
+          native.linearCombine([x0, ...xs.slice(1)], c, x0);
+          expect(Buffer.from(x0.buffer).equals(Buffer.from(out.buffer))).toBe(true);
+        }
+      }
+    });
+
     it('rope: half-split and interleaved pairs, partial rotary dims pass the rest through, arbitrary positions', () => {
       for (const [nTok, nHeads, headDim, rotDim] of [[1, 1, 2, 2], [3, 4, 64, 64], [5, 3, 96, 48], [17, 2, 80, 20], [300, 2, 32, 32]] as const)
         for (const interleaved of [false, true]) {

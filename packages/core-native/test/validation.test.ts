@@ -87,6 +87,12 @@ describe('argument validation', () => {
       ['binary out short', () => native.binary(0, f32(10), f32(5), f32(9)), /binary: out has 9 elements, needs 10/],
       ['affine s not a number', () => native.affine(f32(4), null as unknown as number, 0, f32(4)), /affine: s must be a number/],
       ['affine out short', () => native.affine(f32(4), 1, 0, f32(2)), /affine: out has 2 elements, needs 4/],
+      ['linearCombine inputs not an array', () => native.linearCombine(f32(4) as unknown as Float32Array[], f32(1), f32(4)), /linearCombine: inputs must be an array/],
+      ['linearCombine no inputs', () => native.linearCombine([], f32(0), f32(4)), /linearCombine: inputs has 0 arrays, needs 1\.\.64/],
+      ['linearCombine too many inputs', () => native.linearCombine(Array.from({ length: 65 }, () => f32(4)), f32(65), f32(4)), /inputs has 65 arrays/],
+      ['linearCombine input short', () => native.linearCombine([f32(4), f32(3)], f32(2), f32(4)), /linearCombine: inputs\[1\] has 3 elements, needs 4/],
+      ['linearCombine input not f32', () => native.linearCombine([f32(4), new Float64Array(4) as unknown as Float32Array], f32(2), f32(4)), /linearCombine: inputs\[1\] must be a Float32Array/],
+      ['linearCombine coefs short', () => native.linearCombine([f32(4), f32(4)], f32(1), f32(4)), /linearCombine: coefs has 1 elements, needs 2/],
     ]);
   });
 

@@ -85,6 +85,18 @@ export function scale(x: Float32Array, s: number, t = 0, out?: Float32Array): Fl
   return y;
 }
 
+/**
+ * out = Σ_j coefs[j] · inputs[j], element-wise over out's length (default: the first input's). `out`
+ * may be one of the inputs. Mixes of a few same-shaped arrays (Gemma 3n's AltUp streams) in one native
+ * pass instead of a JS loop per pair.
+ */
+export function linearCombine(inputs: readonly Float32Array[], coefs: ArrayLike<number>, out?: Float32Array): Float32Array {
+  check(inputs.length > 0 && coefs.length === inputs.length, `linearCombine: ${inputs.length} inputs and ${coefs.length} coefficients`);
+  const y = out ?? new Float32Array(inputs[0]!.length);
+  native.linearCombine(inputs, coefs instanceof Float32Array ? coefs : Float32Array.from(coefs), y);
+  return y;
+}
+
 /** Index of the maximum of each row (first one on ties). */
 export function argmax(x: Float32Array, dim: number): Int32Array {
   const rows = x.length / dim;

@@ -42,6 +42,8 @@ describe('ops vs reference', () => {
     close(ops.add(x, w), Array.from(x, (v, i) => Math.fround(v + w[i % 10]!)), 0);
     close(ops.mul(x, w), Array.from(x, (v, i) => Math.fround(v * w[i % 10]!)), 0);
     close(ops.scale(x, 2, 1), Array.from(x, (v) => v * 2 + 1), 1e-6);
+    close(ops.linearCombine([x, ops.scale(x, 3)], [0.5, -1]), Array.from(x, (v) => 0.5 * v - 3 * v), 1e-6);
+    expect(() => ops.linearCombine([x], [1, 2])).toThrow(/linearCombine: 1 inputs and 2 coefficients/);
     expect(Array.from(ops.argmax(Float32Array.from([1, 3, 2, 9, 0, 9]), 3))).toEqual([1, 0]);
     const { indices, values } = ops.topk(Float32Array.from([0.5, 3, -1, 2]), 2);
     expect([Array.from(indices), Array.from(values)]).toEqual([[1, 3], [3, 2]]);

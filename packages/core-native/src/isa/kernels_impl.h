@@ -1154,6 +1154,24 @@ static void affine(const float* x, int64_t n, float s, float t, float* out) {
   });
 }
 
+// out[i] = sum_j c[j] * xs[j][i] for k inputs (k <= kMaxLinComb). Element-wise, so out may be one of the
+// inputs. Gemma 3n's AltUp mixes its K residual streams this way every layer.
+static void lincomb(const float* const* xs, const float* c, int k, int64_t n, float* out) {
+  parallel_for(n, 1 << 14, [&](int64_t i0, int64_t i1) {
+    int64_t i = i0;
+    for (; i + VL <= i1; i += VL) {
+      vf a = vload(xs[0] + i) * c[0];
+      for (int j = 1; j < k; j++) a += vload(xs[j] + i) * c[j];
+      vstore(out + i, a);
+    }
+    for (; i < i1; i++) {
+      float a = xs[0][i] * c[0];
+      for (int j = 1; j < k; j++) a += xs[j][i] * c[j];
+      out[i] = a;
+    }
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 // RoPE. Half-split (NeoX) pairs (i, i + rot/2); interleaved pairs (2i, 2i+1). Dimensions past rot_dim
 // pass through. The math per element depends only on the position, so a token rotated at offset p
@@ -1238,6 +1256,7 @@ static inline mlx::KernelTable make_table(const char* name) {
   t.unary = unary;
   t.binary = binary;
   t.affine = affine;
+  t.lincomb = lincomb;
   t.rope = rope;
   t.attention = attention;
   t.stream_sum = stream_sum;

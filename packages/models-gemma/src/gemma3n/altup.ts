@@ -75,20 +75,22 @@ export class AltUp {
     return out;
   }
 
-  /** pred_i = X_i + Σ_j M[i][j] X_j with M[i][j] = m[i·K + j], m = W_p · mod(X_active) (§7.1). */
+  /**
+   * pred_i = X_i + Σ_j M[i][j] X_j with M[i][j] = m[i·K + j], m = W_p · mod(X_active) (§7.1): per token
+   * and stream one native linear combination of the K streams with coefficients δ_ij + M[i][j].
+   */
   predict(X: readonly Float32Array[], N: number): Float32Array[] {
     const K = this.K, H = this.H;
     const m = this.coefs(this.modalities(X[0]!, N), N, this.predictionCoefs, K * K);
-    const pred = X.map((x) => x.slice());
-    for (let t = 0; t < N; t++)
+    const pred = X.map((x) => new Float32Array(x.length));
+    const c = new Float32Array(K);
+    for (let t = 0; t < N; t++) {
+      const rows = N === 1 ? X : X.map((x) => x.subarray(t * H, (t + 1) * H));
       for (let i = 0; i < K; i++) {
-        const p = pred[i]!;
-        for (let j = 0; j < K; j++) {
-          const c = m[t * K * K + i * K + j]!;
-          const xj = X[j]!;
-          for (let h = t * H; h < (t + 1) * H; h++) p[h] = p[h]! + c * xj[h]!;
-        }
+        for (let j = 0; j < K; j++) c[j] = m[t * K * K + i * K + j]! + (i === j ? 1 : 0);
+        ops.linearCombine(rows, c, N === 1 ? pred[i]! : pred[i]!.subarray(t * H, (t + 1) * H));
       }
+    }
     return pred;
   }
 
@@ -97,14 +99,17 @@ export class AltUp {
     const K = this.K, H = this.H;
     const c = this.coefs(this.modalities(y, N), N, this.correctionCoefs, K);
     const innov = ops.sub(y, pred[0]!);
-    return pred.map((p, i) => {
-      const out = p.slice();
-      for (let t = 0; t < N; t++) {
-        const f = c[t * K + i]! + 1;
-        for (let h = t * H; h < (t + 1) * H; h++) out[h] = out[h]! + f * innov[h]!;
+    const out = pred.map((p) => new Float32Array(p.length));
+    const f2 = new Float32Array(2);
+    for (let t = 0; t < N; t++) {
+      const row = (a: Float32Array) => (N === 1 ? a : a.subarray(t * H, (t + 1) * H));
+      for (let i = 0; i < K; i++) {
+        f2[0] = 1;
+        f2[1] = c[t * K + i]! + 1;
+        ops.linearCombine([row(pred[i]!), row(innov)], f2, row(out[i]!));
       }
-      return out;
-    });
+    }
+    return out;
   }
 
   /** The active corrected stream, scaled by correct_output_scale when altup_correct_scale (§7.4). */
