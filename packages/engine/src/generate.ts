@@ -8,11 +8,10 @@
 import type { ForwardInput, LanguageModel, SequenceState } from '@mlxcel/tensor';
 import type { ChatMessage } from './chat/index.js';
 import { buildPrompt } from './chat/index.js';
-import { StreamingDetokenizer } from './detokenize.js';
 import { MlxcelError } from './errors.js';
 import type { LoadedModel } from './load.js';
-import { Sampler, type SamplerOptions } from './sampling/index.js';
-import { StopMatcher } from './stop.js';
+import type { SamplerOptions } from './sampling/index.js';
+import { TokenStepper } from './stepper.js';
 
 export const DEFAULT_PREFILL_CHUNK = 2048;
 
@@ -80,27 +79,40 @@ export function prefill(
   const step = chunk > 0 ? chunk : ids.length;
   let last: Float32Array | undefined;
   for (let i = 0; i < ids.length; i += step) {
-    const part = ids.subarray(i, Math.min(ids.length, i + step));
-    let ov: ForwardInput['embeddingOverrides'];
-    if (overrides) {
-      // Keep the override rows that fall in this chunk, re-based to the chunk.
-      const rows: number[] = [], idx: number[] = [];
-      overrides.rows.forEach((r, j) => { if (r >= i && r < i + part.length) { rows.push(r - i); idx.push(j); } });
-      if (rows.length) {
-        const hidden = overrides.values.length / overrides.rows.length;
-        const values = new Float32Array(rows.length * hidden);
-        idx.forEach((j, k) => values.set(overrides.values.subarray(j * hidden, (j + 1) * hidden), k * hidden));
-        ov = { rows: Int32Array.from(rows), values };
-      }
-    }
-    last = model.forward([{ ids: part, state, embeddingOverrides: ov, totalLength: state.offset + ids.length - i }], { logits: 'last' })[0]!;
-    onProgress?.(Math.min(ids.length, i + step), ids.length);
+    const end = Math.min(ids.length, i + step);
+    last = prefillChunk(model, state, ids, i, end, overrides);
+    onProgress?.(end, ids.length);
   }
-  const V = model.vocabSize;
-  return last!.subarray(last!.length - V);
+  return last!;
 }
 
-const yieldToLoop = () => new Promise<void>((r) => setImmediate(r));
+/**
+ * Prompt rows [start, end) through the model (the state holds rows [0, start) already); returns the
+ * logits of row end - 1. Override rows in the chunk are re-based to it, and the model is told the
+ * prompt's final length (LongRoPE picks its table from it).
+ */
+export function prefillChunk(
+  model: LanguageModel, state: SequenceState, ids: Int32Array, start: number, end: number,
+  overrides?: ForwardInput['embeddingOverrides'],
+): Float32Array {
+  const part = ids.subarray(start, end);
+  let ov: ForwardInput['embeddingOverrides'];
+  if (overrides) {
+    const rows: number[] = [], idx: number[] = [];
+    overrides.rows.forEach((r, j) => { if (r >= start && r < end) { rows.push(r - start); idx.push(j); } });
+    if (rows.length) {
+      const hidden = overrides.values.length / overrides.rows.length;
+      const values = new Float32Array(rows.length * hidden);
+      idx.forEach((j, k) => values.set(overrides.values.subarray(j * hidden, (j + 1) * hidden), k * hidden));
+      ov = { rows: Int32Array.from(rows), values };
+    }
+  }
+  const last = model.forward([{ ids: part, state, embeddingOverrides: ov, totalLength: state.offset + ids.length - start }], { logits: 'last' })[0]!;
+  const V = model.vocabSize;
+  return last.subarray(last.length - V);
+}
+
+export const yieldToLoop = () => new Promise<void>((r) => setImmediate(r));
 
 /**
  * A running generation: iterate it for tokens; `stats` resolves when it ends; `text()` collects.
@@ -141,69 +153,36 @@ export class Generation implements AsyncIterable<GeneratedToken> {
   private async *run(): AsyncGenerator<GeneratedToken> {
     const { loaded, opts } = this;
     const model = loaded.model;
-    const maxTokens = opts.maxTokens ?? 256;
-    if (!Number.isInteger(maxTokens) || maxTokens < 0) throw new MlxcelError('BAD_OPTION', `maxTokens must be a non-negative integer, got ${maxTokens}`);
     const ids = promptIds(loaded, this.prompt, opts);
     const state = opts.state ?? model.newState({ kvCache: opts.kvCache });
     this.state = state;
-    if (state.offset + ids.length + 1 > model.maxContext)
-      throw new MlxcelError(
-        'PROMPT_TOO_LONG',
-        `the prompt (${ids.length} tokens${state.offset ? ` after ${state.offset} cached` : ''}) leaves no room in the model's ${model.maxContext}-token context`,
-      );
-    const sampler = new Sampler({ ...opts, suppressedIds: [...(opts.suppressedIds ?? []), ...model.suppressedTokenIds()] });
-    const eos = new Set(loaded.eosIds);
-    const detok = loaded.tokenizer ? new StreamingDetokenizer(loaded.tokenizer) : null;
-    const stop = new StopMatcher(opts.stop ?? []);
-    const history: number[] = Array.from(ids);
+    checkContext(model, state, ids.length);
+    const stepper = new TokenStepper(loaded, ids, opts, state);
     // A model may opt out of chunked prefill (prefillChunk null): then the prompt goes in whole.
     const chunk = opts.prefillChunk ?? (model.prefillChunk === null ? 0 : model.prefillChunk);
 
     const t0 = performance.now();
     let logits = prefill(model, state, ids, chunk, opts.embeddingOverrides, opts.onPrefillProgress);
     const tPrefill = performance.now();
-    let generated = 0;
-    let finish: GenerationStats['finishReason'] = 'length';
-    let tFirst = tPrefill;
-    while (generated < maxTokens) {
-      if (opts.signal?.aborted) { finish = 'abort'; break; }
-      const { token, logprob } = sampler.sample(logits, history);
-      generated++;
-      if (generated === 1) tFirst = performance.now();
-      history.push(token);
-      if (eos.has(token)) {
-        finish = 'eos';
-        // The EOS token itself carries no text, only whatever the detokenizer still held back.
-        const rest = stop.push(detok ? detok.flush() : '').emit + stop.flush();
-        yield { token, text: rest, logprob };
-        break;
-      }
-      const piece = detok ? detok.push(token) : '';
-      const { emit, stopped } = stop.push(piece);
-      yield { token, text: emit, logprob };
-      if (stopped) { finish = 'stop'; break; }
-      if (generated >= maxTokens) {
-        const tail = stop.push(detok ? detok.flush() : '').emit + stop.flush();
-        if (tail) yield { token: -1, text: tail, logprob: 0 };
-        break;
-      }
-      if (state.offset + 1 > model.maxContext) { finish = 'length'; break; }
-      logits = model.forward([{ ids: Int32Array.of(token), state }], { logits: 'last' })[0]!;
+    while (stepper.hasBudget) {
+      if (opts.signal?.aborted) { stepper.abort(); break; }
+      const { items, next } = stepper.step(logits);
+      for (const item of items) yield item;
+      if (next === null) break;
+      logits = model.forward([{ ids: Int32Array.of(next), state }], { logits: 'last' })[0]!;
       await yieldToLoop();
     }
-    const tEnd = performance.now();
-    const decodeSteps = Math.max(0, generated - 1);
-    this.resolveStats({
-      promptTokens: ids.length,
-      generatedTokens: generated,
-      finishReason: finish,
-      timeToFirstTokenMs: tFirst - t0,
-      prefillTokensPerSec: ids.length / Math.max(1e-9, (tPrefill - t0) / 1000),
-      decodeTokensPerSec: decodeSteps / Math.max(1e-9, (tEnd - tFirst) / 1000),
-      // The kernel tracks the process's high-water mark: no sampling needed in the decode loop.
-      peakRssBytes: process.resourceUsage().maxRSS * 1024,
-    });
+    this.resolveStats(stepper.stats(ids.length, t0, tPrefill - t0, performance.now()));
   }
+}
+
+/** Throws PROMPT_TOO_LONG when the prompt leaves no room for a generated token. */
+export function checkContext(model: LanguageModel, state: SequenceState, promptTokens: number): void {
+  if (state.offset + promptTokens + 1 > model.maxContext)
+    throw new MlxcelError(
+      'PROMPT_TOO_LONG',
+      `the prompt (${promptTokens} tokens${state.offset ? ` after ${state.offset} cached` : ''}) leaves no room in the model's ${model.maxContext}-token context`,
+    );
 }
 
 /** Starts a generation. `for await (const t of generate(m, 'Hi')) process.stdout.write(t.text)`. */

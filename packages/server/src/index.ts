@@ -1,11 +1,12 @@
 /**
  * OpenAI-compatible HTTP server over the engine: /v1/models, /v1/chat/completions and
- * /v1/completions (JSON or SSE streaming), /health. Requests run one at a time in arrival order
- * (the continuous-batching scheduler is future work); a client that disconnects cancels its request.
+ * /v1/completions (JSON or SSE streaming), /health. Requests go through the engine's continuous-batching
+ * scheduler: up to `maxBatch` of them are decoded together (one forward pass per step for all), the rest
+ * wait in arrival order; a client that disconnects cancels its request.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { generate, type GenerateOptions, type LoadedModel } from '@mlxcel/engine';
+import { BatchScheduler, type GenerateOptions, type LoadedModel, type PromptInput } from '@mlxcel/engine';
 
 export interface ServerOptions {
   host?: string;
@@ -14,6 +15,8 @@ export interface ServerOptions {
   modelName?: string;
   /** Largest accepted request body (bytes). Default 4 MiB. */
   maxBodyBytes?: number;
+  /** Requests decoded together (continuous batching). Default 8; 1 = one at a time. */
+  maxBatch?: number;
 }
 
 export interface RunningServer {
@@ -86,13 +89,13 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 export async function startServer(loaded: LoadedModel, opts: ServerOptions = {}): Promise<RunningServer> {
   const modelName = opts.modelName ?? loaded.dir;
   const limit = opts.maxBodyBytes ?? 4 * 1024 * 1024;
-  let queue: Promise<void> = Promise.resolve();
+  const scheduler = new BatchScheduler(loaded, { maxBatch: opts.maxBatch ?? 8 });
   let served = 0;
   const created = () => Math.floor(Date.now() / 1000);
 
   async function complete(req: IncomingMessage, res: ServerResponse, chat: boolean): Promise<void> {
     const body = await readBody(req, limit);
-    let prompt: Parameters<typeof generate>[1];
+    let prompt: PromptInput;
     if (chat) {
       const msgs = body.messages;
       if (!Array.isArray(msgs) || msgs.length === 0) throw new HttpError(400, '"messages" must be a non-empty list');
@@ -109,37 +112,38 @@ export async function startServer(loaded: LoadedModel, opts: ServerOptions = {})
     const id = `${chat ? 'chatcmpl' : 'cmpl'}-${Date.now().toString(36)}${(served++).toString(36)}`;
     const abort = new AbortController();
     res.on('close', () => abort.abort());
-    // One request at a time: chain onto the queue so the native work never interleaves.
-    const run = queue.then(async () => {
-      const gen = generate(loaded, prompt, { ...options, noChatTemplate: !chat, signal: abort.signal });
-      if (stream) res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-      let text = '';
-      for await (const t of gen) {
-        text += t.text;
-        if (stream && t.text) {
-          const delta = chat
-            ? { id, object: 'chat.completion.chunk', created: created(), model: modelName, choices: [{ index: 0, delta: { content: t.text }, finish_reason: null }] }
-            : { id, object: 'text_completion', created: created(), model: modelName, choices: [{ index: 0, text: t.text, finish_reason: null }] };
-          res.write(`data: ${JSON.stringify(delta)}\n\n`);
-        }
+    const gen = scheduler.submit(prompt, { ...options, noChatTemplate: !chat, signal: abort.signal });
+    // SSE headers go out with the first token, so a request that fails before it (a bad prompt) still
+    // gets a JSON error with its status code.
+    const startStream = () => {
+      if (!res.headersSent) res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    };
+    let text = '';
+    for await (const t of gen) {
+      if (stream) startStream();
+      text += t.text;
+      if (stream && t.text) {
+        const delta = chat
+          ? { id, object: 'chat.completion.chunk', created: created(), model: modelName, choices: [{ index: 0, delta: { content: t.text }, finish_reason: null }] }
+          : { id, object: 'text_completion', created: created(), model: modelName, choices: [{ index: 0, text: t.text, finish_reason: null }] };
+        res.write(`data: ${JSON.stringify(delta)}\n\n`);
       }
-      const s = await gen.stats;
-      const finish = s.finishReason === 'length' ? 'length' : 'stop';
-      const usage = { prompt_tokens: s.promptTokens, completion_tokens: s.generatedTokens, total_tokens: s.promptTokens + s.generatedTokens };
-      if (stream) {
-        const last = chat
-          ? { id, object: 'chat.completion.chunk', created: created(), model: modelName, choices: [{ index: 0, delta: {}, finish_reason: finish }], usage }
-          : { id, object: 'text_completion', created: created(), model: modelName, choices: [{ index: 0, text: '', finish_reason: finish }], usage };
-        res.write(`data: ${JSON.stringify(last)}\n\ndata: [DONE]\n\n`);
-        res.end();
-      } else if (chat) {
-        send(res, 200, { id, object: 'chat.completion', created: created(), model: modelName, choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: finish }], usage });
-      } else {
-        send(res, 200, { id, object: 'text_completion', created: created(), model: modelName, choices: [{ index: 0, text, finish_reason: finish }], usage });
-      }
-    });
-    queue = run.catch(() => undefined);
-    await run;
+    }
+    const s = await gen.stats;
+    const finish = s.finishReason === 'length' ? 'length' : 'stop';
+    const usage = { prompt_tokens: s.promptTokens, completion_tokens: s.generatedTokens, total_tokens: s.promptTokens + s.generatedTokens };
+    if (stream) {
+      startStream();
+      const last = chat
+        ? { id, object: 'chat.completion.chunk', created: created(), model: modelName, choices: [{ index: 0, delta: {}, finish_reason: finish }], usage }
+        : { id, object: 'text_completion', created: created(), model: modelName, choices: [{ index: 0, text: '', finish_reason: finish }], usage };
+      res.write(`data: ${JSON.stringify(last)}\n\ndata: [DONE]\n\n`);
+      res.end();
+    } else if (chat) {
+      send(res, 200, { id, object: 'chat.completion', created: created(), model: modelName, choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: finish }], usage });
+    } else {
+      send(res, 200, { id, object: 'text_completion', created: created(), model: modelName, choices: [{ index: 0, text, finish_reason: finish }], usage });
+    }
   }
 
   const server = createServer((req, res) => {

@@ -72,6 +72,16 @@ describe('completions with a real tokenizer and chat template', () => {
     expect(j.choices[0]!.finish_reason).toBe('length');
   });
 
+  it('concurrent requests are decoded together and each gets what it gets alone', async () => {
+    const bodies = ['Once upon', 'The sky is', 'Hello there, how', 'A', 'Numbers: 1 2 3'].map((prompt, i) => ({ prompt, max_tokens: 6 + i, temperature: 0 }));
+    const ask = async (b: object) => ((await (await fetch(`${base}/v1/completions`, { method: 'POST', body: JSON.stringify(b) })).json()) as { choices: { text: string }[]; usage: { completion_tokens: number } });
+    const alone: string[] = [];
+    for (const b of bodies) alone.push((await ask(b)).choices[0]!.text);
+    const together = await Promise.all(bodies.map(ask));
+    expect(together.map((j) => j.choices[0]!.text)).toEqual(alone);
+    expect(together.map((j) => j.usage.completion_tokens)).toEqual(bodies.map((b) => b.max_tokens));
+  });
+
   it('streams server-sent events ending with [DONE]', async () => {
     const r = await fetch(`${base}/v1/completions`, { method: 'POST', body: JSON.stringify({ prompt: 'Once', max_tokens: 4, stream: true, temperature: 0 }) });
     expect(r.headers.get('content-type')).toMatch(/text\/event-stream/);

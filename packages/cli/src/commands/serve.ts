@@ -13,9 +13,10 @@ export function registerServe(program: Command): void {
     .option('--demo', 'serve the built-in random-weight demo model')
     .option('--host <host>', 'listen address', '127.0.0.1')
     .option('--port <n>', 'port', int('--port', 0, 65535), 8080)
+    .option('--max-batch <n>', 'requests decoded together (continuous batching); 1 = one at a time', int('--max-batch', 1, 256), 8)
     .action(async (o: Record<string, unknown>) => {
       const loaded = await openModel(o as never);
-      const server = await startServer(loaded, { host: o.host as string, port: o.port as number });
-      info(`mlxcel serving ${loaded.dir} on http://${server.host}:${server.port}/v1`);
+      const server = await startServer(loaded, { host: o.host as string, port: o.port as number, maxBatch: o.maxBatch as number });
+      info(`mlxcel serving ${loaded.dir} on http://${server.host}:${server.port}/v1 (up to ${o.maxBatch as number} requests decoded together)`);
     });
 }

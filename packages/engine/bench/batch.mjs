@@ -1,0 +1,55 @@
+#!/usr/bin/env node
+// `pnpm bench batch`: aggregate decode throughput of the continuous-batching scheduler with 1, 2, 4
+// and 8 concurrent requests against the same model (random q4 weights at a real model's shapes),
+// measured in the same run. Decode streams every weight once per step whatever the batch, so the
+// aggregate rate should grow almost linearly until the per-row arithmetic or attention shows.
+//
+//   node packages/engine/bench/batch.mjs [--model gemma3n|gemma4|phi35] [--layers N] [--prompt 32] [--gen 32] [--batches 1,2,4,8]
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { BatchScheduler, randomModel, readJson } from '../dist/index.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '../../..');
+const CONFIGS = {
+  gemma3n: 'fixtures/configs/unsloth--gemma-3n-E2B-it.json',
+  gemma4: 'fixtures/configs/gemma-4-E2B-it.json',
+  phi35: 'fixtures/configs/Phi-3.5-mini-instruct.json',
+};
+const args = process.argv.slice(2);
+const flag = (name, dflt) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : dflt;
+};
+const name = flag('model', 'gemma3n');
+if (!CONFIGS[name]) throw new Error(`unknown model ${name} (known: ${Object.keys(CONFIGS).join(', ')})`);
+const layers = flag('layers') ? Number(flag('layers')) : undefined;
+const promptLen = Number(flag('prompt', '32'));
+const gen = Number(flag('gen', '32'));
+const batches = flag('batches', '1,2,4,8').split(',').map(Number);
+
+const model = randomModel(readJson(join(root, CONFIGS[name]), name), { layers, quantize: { bits: 4, groupSize: 64 }, seed: 0 });
+const loaded = { dir: name, config: {}, model, tokenizer: null, chatTemplate: null, eosIds: [], generationConfig: {} };
+const prompt = (k) => Int32Array.from({ length: promptLen }, (_, i) => (i * 7919 + k * 104729) % model.vocabSize);
+
+async function run(n) {
+  const sched = new BatchScheduler(loaded, { maxBatch: n });
+  let first = 0;
+  const t0 = performance.now();
+  const gens = Array.from({ length: n }, (_, k) => sched.submit(prompt(k), { maxTokens: gen, temperature: 0 }));
+  // Decode time starts when the last request has its first token (all prompts prefilled).
+  await Promise.all(gens.map(async (g) => {
+    let i = 0;
+    for await (const _ of g) if (++i === 1) first = Math.max(first, performance.now());
+  }));
+  const t1 = performance.now();
+  return { n, total: (t1 - t0) / 1000, decodeTokS: (n * (gen - 1)) / ((t1 - first) / 1000) };
+}
+
+await run(1); // warm-up
+console.log(`${name}${layers ? ` (${layers} layers)` : ''}, random q4, prompt ${promptLen}, ${gen} tokens each`);
+let base = 0;
+for (const n of batches) {
+  const r = await run(n);
+  if (n === batches[0]) base = r.decodeTokS / n;
+  console.log(`  ${String(n).padStart(2)} concurrent: aggregate decode ${r.decodeTokS.toFixed(1)} tok/s (${(r.decodeTokS / n).toFixed(1)} per request) = ${(r.decodeTokS / base).toFixed(2)}x one request`);
+}

@@ -1,0 +1,115 @@
+// The continuous-batching scheduler: every request gets exactly what generate() gives it alone
+// (tokens, text, finish reason), sequences really share forward passes, and requests that fail,
+// abort or are abandoned do not disturb the others.
+import { fileURLToPath } from 'node:url';
+import type { ForwardInput, ForwardOptions } from '@mlxcel/tensor';
+import { describe, expect, it } from 'vitest';
+import { BatchScheduler } from '../src/batch.js';
+import { generate, type GenerateOptions, type PromptInput } from '../src/generate.js';
+import { loadModelFromDir, type LoadedModel } from '../src/load.js';
+import { loadTokenizer } from '../src/tokenizer/index.js';
+import { LLAMA2_DIR } from './helpers/paths.js';
+import { ToyModel } from './helpers/toy-model.js';
+
+/** A toy model that records how many sequences each forward pass carried. */
+class CountingToy extends ToyModel {
+  batchSizes: number[] = [];
+  override forward(batch: ForwardInput[], opts?: ForwardOptions): Float32Array[] {
+    this.batchSizes.push(batch.length);
+    return super.forward(batch, opts);
+  }
+}
+
+function loaded(model: ToyModel, eos: number[] = [], withTokenizer = false): LoadedModel {
+  return {
+    dir: 'toy', config: {}, model, tokenizer: withTokenizer ? loadTokenizer(LLAMA2_DIR) : null,
+    chatTemplate: null, eosIds: eos, generationConfig: {},
+  };
+}
+
+async function drain(g: AsyncIterable<{ token: number; text: string }> & { stats: Promise<unknown> }) {
+  const toks: number[] = [];
+  let text = '';
+  for await (const t of g) {
+    if (t.token >= 0) toks.push(t.token);
+    text += t.text;
+  }
+  return { toks, text, stats: (await g.stats) as { finishReason: string; generatedTokens: number; promptTokens: number } };
+}
+
+const REQUESTS: [PromptInput, GenerateOptions][] = [
+  [[1, 2, 3], { maxTokens: 7 }],
+  [Array.from({ length: 11 }, (_, i) => (i * 5) % 50), { maxTokens: 3 }],
+  [[9], { maxTokens: 12, temperature: 0.8, seed: 5 }],
+  [[4, 4, 4, 4, 4], { maxTokens: 0 }],
+  [[7, 1], { maxTokens: 9, stop: [] }],
+];
+
+describe('BatchScheduler', () => {
+  it('each request gets the tokens generate() gives it alone, with passes shared between sequences', async () => {
+    const want = await Promise.all(REQUESTS.map(([p, o]) => drain(generate(loaded(new ToyModel(50), [49]), p, o))));
+    const m = new CountingToy(50);
+    const sched = new BatchScheduler(loaded(m, [49]), { maxBatch: 3 });
+    const got = await Promise.all(REQUESTS.map(([p, o]) => drain(sched.submit(p, o))));
+    for (let i = 0; i < REQUESTS.length; i++) {
+      expect(got[i]!.toks, `request ${i}`).toEqual(want[i]!.toks);
+      expect(got[i]!.stats.finishReason).toBe(want[i]!.stats.finishReason);
+      expect(got[i]!.stats.generatedTokens).toBe(want[i]!.stats.generatedTokens);
+    }
+    expect(Math.max(...m.batchSizes)).toBe(3); // maxBatch sequences in one pass, never more
+    expect(sched.load).toEqual({ active: 0, waiting: 0 });
+  });
+
+  it('text, stop strings and EOS match generate() with a real tokenizer', async () => {
+    const tok = loadTokenizer(LLAMA2_DIR);
+    const ids = Array.from(tok.encode('Hello world, this is a test'));
+    const reqs: [PromptInput, GenerateOptions][] = [
+      [ids, { maxTokens: 20 }],
+      [ids.slice(2), { maxTokens: 20, stop: ['e'] }],
+      [ids.slice(4), { maxTokens: 20, temperature: 1, seed: 3 }],
+    ];
+    const want = await Promise.all(reqs.map(([p, o]) => drain(generate(loaded(new ToyModel(32000), [2], true), p, o))));
+    const sched = new BatchScheduler(loaded(new ToyModel(32000), [2], true));
+    const got = await Promise.all(reqs.map(([p, o]) => drain(sched.submit(p, o))));
+    for (let i = 0; i < reqs.length; i++) {
+      expect(got[i]!.text).toBe(want[i]!.text);
+      expect(got[i]!.stats.finishReason).toBe(want[i]!.stats.finishReason);
+    }
+  });
+
+  it('a failing request (prompt too long, empty) fails alone; an aborted or abandoned one ends and frees its slot', async () => {
+    const m = new CountingToy(50, 16);
+    const sched = new BatchScheduler(loaded(m), { maxBatch: 2 });
+    const tooLong = sched.submit(Array.from({ length: 40 }, () => 1), { maxTokens: 3 });
+    const empty = sched.submit(new Int32Array(0), { maxTokens: 3 });
+    const ac = new AbortController();
+    const aborted = sched.submit([1, 2], { maxTokens: 10, signal: ac.signal });
+    const abandoned = sched.submit([3], { maxTokens: 10 });
+    const fine = sched.submit([5, 6], { maxTokens: 4 });
+    await expect(drain(tooLong)).rejects.toThrow(/PROMPT_TOO_LONG|leaves no room/);
+    await expect(drain(empty)).rejects.toThrow(/no tokens/);
+    let n = 0;
+    for await (const t of aborted) if (t.token >= 0 && ++n === 2) ac.abort();
+    expect((await aborted.stats).finishReason).toBe('abort');
+    for await (const _ of abandoned) break; // the consumer walks away after one token
+    expect((await abandoned.stats).finishReason).toBe('abort');
+    const r = await drain(fine);
+    expect(r.stats.finishReason).toBe('length');
+    expect(r.toks).toEqual((await drain(generate(loaded(new ToyModel(50, 16)), [5, 6], { maxTokens: 4 }))).toks);
+  });
+
+  it('rejects a bad maxBatch', () => {
+    expect(() => new BatchScheduler(loaded(new ToyModel(5)), { maxBatch: 0 })).toThrow(/maxBatch must be a positive integer/);
+  });
+
+  it('real model (phi3-tiny-short): three concurrent greedy generations equal three single runs', async () => {
+    const dir = fileURLToPath(new URL('../../../fixtures/phi3-tiny-short/', import.meta.url));
+    const model = await loadModelFromDir(dir);
+    const prompts = [[1, 45, 96, 173], [1, 31, 298], [1, 35, 290, 258, 50, 13]];
+    const want: number[][] = [];
+    for (const p of prompts) want.push((await drain(generate(model, p, { maxTokens: 12, temperature: 0 }))).toks);
+    const sched = new BatchScheduler(model);
+    const got = await Promise.all(prompts.map((p) => drain(sched.submit(p, { maxTokens: 12, temperature: 0 }))));
+    expect(got.map((g) => g.toks)).toEqual(want);
+  });
+});
