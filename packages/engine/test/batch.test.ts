@@ -98,8 +98,24 @@ describe('BatchScheduler', () => {
     expect(r.toks).toEqual((await drain(generate(loaded(new ToyModel(50, 16)), [5, 6], { maxTokens: 4 }))).toks);
   });
 
-  it('rejects a bad maxBatch', () => {
+  it('rejects a bad maxBatch / sharedPrefillChunk', () => {
     expect(() => new BatchScheduler(loaded(new ToyModel(5)), { maxBatch: 0 })).toThrow(/maxBatch must be a positive integer/);
+    expect(() => new BatchScheduler(loaded(new ToyModel(5)), { sharedPrefillChunk: 1.5 })).toThrow(/sharedPrefillChunk must be a positive integer/);
+  });
+
+  it('a prompt arriving while others decode is prefilled in shared-size chunks, alone in its own chunk size', async () => {
+    const m = new ToyModel(50); // prefers chunks of 4
+    const sched = new BatchScheduler(loaded(m), { sharedPrefillChunk: 2 });
+    const first = sched.submit([1, 2, 3, 4, 5, 6, 7, 8], { maxTokens: 30 });
+    const it = first[Symbol.asyncIterator]();
+    await it.next(); // the first request is decoding now
+    m.forwardCalls = [];
+    const second = sched.submit([9, 8, 7, 6, 5], { maxTokens: 2 });
+    const got = await drain(second);
+    // prefill rows of the second request go in as 2 + 2 + 1 (the decode steps of the first are 1s)
+    expect(m.forwardCalls.filter((n) => n > 1)).toEqual([2, 2]);
+    expect(got.toks).toEqual((await drain(generate(loaded(new ToyModel(50)), [9, 8, 7, 6, 5], { maxTokens: 2 }))).toks);
+    while (!(await it.next()).done);
   });
 
   it('real model (phi3-tiny-short): three concurrent greedy generations equal three single runs', async () => {
