@@ -185,7 +185,8 @@ describe('downloadModel against a local hub', () => {
     const env = { HF_ENDPOINT: hub.url, HF_HUB_CACHE: cacheDir };
     const shard = 'model-00001-of-00002.safetensors';
     hub.cutAfter.set(shard, 300_000);
-    const err = await rejection(downloadModel(REPO, { env, concurrency: 1 }));
+    // Without retries the broken transfer is an error, and the next call resumes it.
+    const err = await rejection(downloadModel(REPO, { env, concurrency: 1, retries: 0 }));
     expect(err.code).toBe('HUB_DOWNLOAD_FAILED');
     expect(err.message).toContain(shard);
     const partial = join(cacheDir, 'models--test-org--tiny-model', 'blobs', `${sha256(repo.shard1)}.incomplete`);
@@ -202,6 +203,36 @@ describe('downloadModel against a local hub', () => {
     expect(events.find((e) => e.file === shard)!.downloaded).toBe(have); // progress starts where it stopped
     expect(sha256(readFileSync(join(result.path, shard)))).toBe(sha256(repo.shard1));
     expect(existsSync(partial)).toBe(false);
+  });
+
+  it('retries transient failures: a cut transfer resumes within the call, 503s are retried, 404s are not', async () => {
+    const cacheDir = mkdtempSync(join(tmpdir(), 'mlxcel-cache-'));
+    const env = { HF_ENDPOINT: hub.url, HF_HUB_CACHE: cacheDir };
+    const shard = 'model-00001-of-00002.safetensors';
+    hub.cutAfter.set(shard, 250_000);
+    hub.failNext.set(`/api/models/${REPO}/`, 2);
+    hub.failNext.set(`/${REPO}/resolve/${COMMIT}/config.json`, 1);
+    hub.dropNext.set(`/${REPO}/resolve/${COMMIT}/tokenizer.json`, 2); // connection reset, twice
+    const before = hub.requests.length;
+    const result = await downloadModel(REPO, { env, retryBaseMs: 1 });
+    expect(readFileSync(join(result.path, shard)).equals(repo.shard1)).toBe(true);
+    const mine = hub.requests.slice(before);
+    expect(mine.filter((r) => r.path.startsWith('/api/models/')).length).toBe(3); // 2 x 503, then 200
+    const ranges = mine.filter((r) => r.path.startsWith('/cdn/') && r.range !== undefined).map((r) => r.range);
+    expect(ranges.length).toBe(1);
+    expect(ranges[0]).toMatch(/^bytes=\d+-$/);
+    // A hub that keeps failing is reported after the retries, naming the status.
+    hub.failNext.set(`/api/models/${REPO}/`, 10);
+    try {
+      const err = await rejection(downloadModel(REPO, { env: { ...env, HF_HUB_CACHE: mkdtempSync(join(tmpdir(), 'mlxcel-cache-')) }, retries: 2, retryBaseMs: 1 }));
+      expect(err.code).toBe('HUB_REQUEST_FAILED');
+      expect(err.message).toMatch(/HTTP 503/);
+    } finally {
+      hub.failNext.clear();
+    }
+    const n404 = hub.requests.length;
+    expect((await rejection(downloadModel('test-org/missing', { env, retryBaseMs: 1 }))).code).toBe('HUB_NOT_FOUND');
+    expect(hub.requests.length - n404).toBe(1);
   });
 
   it('starts over when the server ignores the Range header', async () => {

@@ -9,7 +9,40 @@ export interface HubClientOptions {
   env?: HubEnv;
   /** A fetch implementation (default: the global `fetch` of Node 20). */
   fetch?: typeof fetch;
+  /**
+   * Retries of a request that failed transiently (connection reset or timed out, HTTP 429/500/502/
+   * 503/504, a download that broke off mid-file and is resumed). Default 4. An unreachable host
+   * (DNS failure, connection refused) is not retried: it is usually offline, and the cache may serve.
+   */
+  retries?: number;
+  /** First retry delay in ms, doubled per retry (capped at 8 s; `Retry-After` is honoured up to 30 s). Default 500. */
+  retryBaseMs?: number;
 }
+
+/** HTTP statuses worth retrying: rate limiting and server-side hiccups. */
+const RETRY_STATUS = new Set([429, 500, 502, 503, 504]);
+/**
+ * Network errors worth retrying: a connection that was reset or timed out. Anything else (DNS failure,
+ * connection refused, a blocked port, no route) means the hub is not reachable from here at all.
+ */
+const RETRY_CODES = new Set([
+  'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ECONNABORTED',
+  'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CLOSED',
+]);
+
+const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 
 /** What the hub says about one file at one commit. */
 export interface FileMetadata {
@@ -40,8 +73,13 @@ export class HubClient {
   readonly endpoint: string;
   private readonly token: string | undefined;
   private readonly fetchImpl: typeof fetch;
+  readonly retries: number;
+  private readonly retryBaseMs: number;
 
   constructor(options: HubClientOptions = {}) {
+    this.retries = options.retries ?? 4;
+    this.retryBaseMs = options.retryBaseMs ?? 500;
+    if (!Number.isInteger(this.retries) || this.retries < 0) throw new MlxcelError('BAD_OPTION', `retries must be a non-negative integer, got ${options.retries}`);
     const env = options.env ?? process.env;
     this.endpoint = (options.endpoint ?? env.HF_ENDPOINT ?? 'https://huggingface.co').replace(/\/+$/, '');
     const token = options.token ?? env.HF_TOKEN;
@@ -63,17 +101,43 @@ export class HubClient {
     return `${this.endpoint}/${repoId}/resolve/${encodeURIComponent(revision)}/${file.split('/').map(encodeURIComponent).join('/')}`;
   }
 
-  /** `fetch` with errors turned into `HUB_NETWORK_ERROR` (naming the URL). */
+  /** Waits before retry number `attempt` (1-based): exponential, or what `Retry-After` asks for. */
+  async backoff(attempt: number, signal?: AbortSignal, retryAfter?: string | null): Promise<void> {
+    let ms = Math.min(8000, this.retryBaseMs * 2 ** (attempt - 1));
+    if (retryAfter && /^\d+$/.test(retryAfter.trim())) ms = Math.min(30_000, Number(retryAfter) * 1000);
+    await sleep(ms, signal);
+  }
+
+  /**
+   * `fetch` with transient failures retried (see `retries`) and network errors turned into
+   * `HUB_NETWORK_ERROR` naming the URL. A response that is still an error after the retries is
+   * returned for the caller to report.
+   */
   async request(url: string, init: RequestInit): Promise<Response> {
-    try {
-      return await this.fetchImpl(url, { ...init, headers: { ...this.headers(), ...(init.headers as Record<string, string>) } });
-    } catch (err) {
-      if ((err as Error).name === 'AbortError') throw err;
-      const cause = (err as { cause?: { message?: string } }).cause?.message;
-      throw new MlxcelError(
-        'HUB_NETWORK_ERROR',
-        `cannot reach ${url}: ${(err as Error).message}${cause ? ` (${cause})` : ''}; set HF_HUB_OFFLINE=1 to use the local cache only`,
-      );
+    const signal = init.signal ?? undefined;
+    for (let attempt = 0; ; attempt++) {
+      let res: Response;
+      try {
+        res = await this.fetchImpl(url, { ...init, headers: { ...this.headers(), ...(init.headers as Record<string, string>) } });
+      } catch (err) {
+        if ((err as Error).name === 'AbortError') throw err;
+        const cause = (err as { cause?: { message?: string; code?: string } }).cause;
+        if (attempt < this.retries && RETRY_CODES.has(cause?.code ?? '')) {
+          await this.backoff(attempt + 1, signal);
+          continue;
+        }
+        const tries = attempt > 0 ? ` after ${attempt + 1} attempts` : '';
+        throw new MlxcelError(
+          'HUB_NETWORK_ERROR',
+          `cannot reach ${url}${tries}: ${(err as Error).message}${cause?.message ? ` (${cause.message})` : ''}; set HF_HUB_OFFLINE=1 to use the local cache only`,
+        );
+      }
+      if (RETRY_STATUS.has(res.status) && attempt < this.retries) {
+        await res.body?.cancel();
+        await this.backoff(attempt + 1, signal, res.headers.get('retry-after'));
+        continue;
+      }
+      return res;
     }
   }
 

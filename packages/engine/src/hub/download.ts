@@ -106,12 +106,30 @@ export async function downloadModel(spec: string, options: DownloadModelOptions 
   }
   const queue = files.filter((f) => f !== INDEX_FILE);
   const workers = Math.max(1, Math.min(options.concurrency ?? 4, queue.length));
+  // The first failure stops the other downloads (their partial files stay, to be resumed) and is
+  // the error reported; the others' abort errors are not.
+  const stop = new AbortController();
+  const onAbort = () => stop.abort(options.signal!.reason);
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  const parallelJob: FileJob = { ...job, signal: stop.signal };
   let next = 0;
-  await Promise.all(
-    Array.from({ length: workers }, async () => {
-      while (next < queue.length) await downloadFile(job, queue[next++]!);
-    }),
-  );
+  let first: unknown = null;
+  try {
+    await Promise.all(
+      Array.from({ length: workers }, async () => {
+        try {
+          while (next < queue.length && !stop.signal.aborted) await downloadFile(parallelJob, queue[next++]!);
+        } catch (err) {
+          if (first === null) first = err;
+          stop.abort(err);
+        }
+      }),
+    );
+  } finally {
+    options.signal?.removeEventListener('abort', onAbort);
+  }
+  if (first !== null) throw first;
+  if (options.signal?.aborted) throw options.signal.reason;
   return { path: cache.snapshotDir(commit), repoId, revision, commit, files, fromCache: false };
 }
 
@@ -174,7 +192,8 @@ async function fetchBlob(
   await mkdir(dirname(blob), { recursive: true });
   const url = client.resolveUrl(job.repoId, job.commit, file);
 
-  for (let attempt = 0; attempt < 2; attempt++) {
+  let restarts = 0, breaks = 0;
+  for (;;) {
     let start = existsSync(partial) ? (await stat(partial)).size : 0;
     if (size !== null && start > size) {
       await rm(partial, { force: true });
@@ -188,6 +207,7 @@ async function fetchBlob(
       if (res.status === 416) {
         // Our partial file does not fit the server's: start over once.
         await res.body?.cancel();
+        if (restarts++ >= 1) throw new MlxcelError('HUB_DOWNLOAD_FAILED', `${file}: ${url} refused to resume the download twice`);
         await rm(partial, { force: true });
         continue;
       }
@@ -196,7 +216,16 @@ async function fetchBlob(
         start = 0; // the server sent the whole file
       }
       const total = size ?? totalFromHeaders(res, start);
-      await writeBody(res, partial, start, total, file, url, report);
+      try {
+        await writeBody(res, partial, start, total, file, url, report);
+      } catch (err) {
+        // A transfer that broke off resumes from what reached the disk.
+        if (err instanceof BrokenTransfer && breaks < client.retries) {
+          await client.backoff(++breaks, job.signal);
+          continue;
+        }
+        throw err instanceof BrokenTransfer ? err.error : err;
+      }
     }
     const got = (await stat(partial)).size;
     if (size !== null && got !== size) {
@@ -209,7 +238,13 @@ async function fetchBlob(
     report(got, got, true);
     return;
   }
-  throw new MlxcelError('HUB_DOWNLOAD_FAILED', `${file}: ${url} refused to resume the download twice`);
+}
+
+/** writeBody's "the connection broke off" (retryable by resuming), carrying the error to report. */
+class BrokenTransfer extends Error {
+  constructor(readonly error: MlxcelError) {
+    super(error.message);
+  }
 }
 
 async function writeBody(
@@ -233,10 +268,10 @@ async function writeBody(
     }
   } catch (err) {
     if ((err as Error).name === 'AbortError') throw err;
-    throw new MlxcelError(
+    throw new BrokenTransfer(new MlxcelError(
       'HUB_DOWNLOAD_FAILED',
       `download of ${file} from ${url} broke off after ${downloaded} bytes (${(err as Error).message}); run again to resume`,
-    );
+    ));
   } finally {
     await fh.close();
   }

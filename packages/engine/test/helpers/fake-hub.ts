@@ -34,6 +34,10 @@ export class FakeHub {
   readonly cutAfter = new Map<string, number>();
   /** Files whose downloads ignore the Range header (answer 200 with the whole file). */
   readonly ignoreRange = new Set<string>();
+  /** Request paths starting with a key get HTTP 503 that many more times. */
+  readonly failNext = new Map<string, number>();
+  /** Request paths starting with a key have their connection destroyed (no answer) that many more times. */
+  readonly dropNext = new Map<string, number>();
   private server: Server | null = null;
   private readonly files: Map<string, Buffer>;
 
@@ -72,6 +76,18 @@ export class FakeHub {
   private handle(req: IncomingMessage, res: ServerResponse): void {
     const path = decodeURIComponent(new URL(req.url!, 'http://x').pathname);
     this.requests.push({ method: req.method!, path, range: req.headers.range, authorization: req.headers.authorization });
+    for (const [prefix, n] of this.dropNext)
+      if (n > 0 && path.startsWith(prefix)) {
+        this.dropNext.set(prefix, n - 1);
+        req.socket.destroy();
+        return;
+      }
+    for (const [prefix, n] of this.failNext)
+      if (n > 0 && path.startsWith(prefix)) {
+        this.failNext.set(prefix, n - 1);
+        res.writeHead(503, { 'retry-after': '0' }).end('busy');
+        return;
+      }
     if (this.options.token !== undefined && req.headers.authorization !== `Bearer ${this.options.token}`) {
       res.writeHead(401, { 'x-error-code': 'RepoNotFound' }).end('unauthorized');
       return;
