@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { homedir, hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MlxcelError } from '../src/errors.js';
@@ -233,6 +233,27 @@ describe('downloadModel against a local hub', () => {
     const n404 = hub.requests.length;
     expect((await rejection(downloadModel('test-org/missing', { env, retryBaseMs: 1 }))).code).toBe('HUB_NOT_FOUND');
     expect(hub.requests.length - n404).toBe(1);
+  });
+
+  it('waits for another live process downloading the same blob; takes over a lock whose process is gone', async () => {
+    const cacheDir = mkdtempSync(join(tmpdir(), 'mlxcel-cache-'));
+    const env = { HF_ENDPOINT: hub.url, HF_HUB_CACHE: cacheDir };
+    const blobs = join(cacheDir, 'models--test-org--tiny-model', 'blobs');
+    mkdirSync(blobs, { recursive: true });
+    const lock1 = join(blobs, `${sha256(repo.shard1)}.lock`);
+    writeFileSync(lock1, `${process.pid}@${hostname()}`); // a live holder: this very process
+    writeFileSync(join(blobs, `${sha256(repo.shard2)}.lock`), `${2 ** 22 + 4321}@${hostname()}`); // a dead one
+    const before = hub.requests.length;
+    const pending = downloadModel(REPO, { env });
+    await new Promise((r) => setTimeout(r, 700));
+    const cdn = () => hub.requests.slice(before).filter((r) => r.path.startsWith('/cdn/')).map((r) => r.path.slice(5));
+    expect(cdn()).not.toContain(sha256(repo.shard1)); // still waiting for the live lock
+    expect(cdn()).toContain(sha256(repo.shard2)); // the dead lock was taken over
+    rmSync(lock1);
+    const result = await pending;
+    expect(readFileSync(join(result.path, 'model-00001-of-00002.safetensors')).equals(repo.shard1)).toBe(true);
+    expect(readFileSync(join(result.path, 'model-00002-of-00002.safetensors')).equals(repo.shard2)).toBe(true);
+    expect(readdirSync(blobs).filter((f) => f.endsWith('.lock'))).toEqual([]);
   });
 
   it('starts over when the server ignores the Range header', async () => {

@@ -2,6 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { MlxcelError } from '../errors.js';
+import { acquireLock, type FileLock } from './lock.js';
 import { type HubEnv, RepoCache, isOfflineEnv, resolveHubCacheDir } from './cache.js';
 import { HubClient, type HubClientOptions } from './client.js';
 import { DEFAULT_ALLOW_PATTERNS, isSafeRepoPath, selectFiles } from './files.js';
@@ -171,8 +172,17 @@ async function downloadFile(job: FileJob, file: string): Promise<void> {
   }
   const meta = await client.fileMetadata(repoId, commit, file, job.signal);
   const blob = cache.blobPath(meta.etag);
-  if (!existsSync(blob)) await fetchBlob(job, file, meta.etag, meta.size, report);
-  else {
+  if (!existsSync(blob)) {
+    // One process at a time per blob; a process that waited finds the blob done and uses it.
+    await mkdir(dirname(blob), { recursive: true });
+    const lock = await acquireLock(`${blob}.lock`, { signal: job.signal, done: () => existsSync(blob), what: `${repoId}: ${file}` });
+    try {
+      if (lock && !existsSync(blob)) await fetchBlob(job, file, meta.etag, meta.size, report, lock);
+    } finally {
+      await lock?.release();
+    }
+  }
+  if (existsSync(blob)) {
     const size = statSync(blob).size;
     report(size, size, true);
   }
@@ -185,6 +195,7 @@ async function fetchBlob(
   etag: string,
   size: number | null,
   report: (downloaded: number, total: number | null, done: boolean) => void,
+  lock: FileLock,
 ): Promise<void> {
   const { client, cache } = job;
   const blob = cache.blobPath(etag);
@@ -217,7 +228,7 @@ async function fetchBlob(
       }
       const total = size ?? totalFromHeaders(res, start);
       try {
-        await writeBody(res, partial, start, total, file, url, report);
+        await writeBody(res, partial, start, total, file, url, report, lock);
       } catch (err) {
         // A transfer that broke off resumes from what reached the disk.
         if (err instanceof BrokenTransfer && breaks < client.retries) {
@@ -255,9 +266,11 @@ async function writeBody(
   file: string,
   url: string,
   report: (downloaded: number, total: number | null, done: boolean) => void,
+  lock: FileLock,
 ): Promise<void> {
   const fh = await open(partial, start > 0 ? 'a' : 'w');
   let downloaded = start;
+  let touched = Date.now();
   report(downloaded, total, false);
   try {
     if (res.body === null) return;
@@ -265,6 +278,10 @@ async function writeBody(
       await fh.write(chunk);
       downloaded += chunk.byteLength;
       report(downloaded, total, false);
+      if (Date.now() - touched > 10_000) {
+        touched = Date.now();
+        await lock.touch(); // a lock seen from another host is stale only when it stops moving
+      }
     }
   } catch (err) {
     if ((err as Error).name === 'AbortError') throw err;
