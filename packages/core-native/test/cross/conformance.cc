@@ -793,6 +793,33 @@ void test_elementwise() {
       }
     }
 
+  // lincomb: out = sum_j c_j x_j; error / sum_j |c_j x_j| <= k 2^-22 (the vitest bound).
+  for (int64_t n : sizes)
+    for (int k : {1, 2, 4, 9}) {
+      Rng r(uint64_t(n * 31 + k));
+      std::vector<std::vector<float>> xs;
+      for (int j = 0; j < k; j++) xs.push_back(rand_f32(size_t(n), r, -10, 10));
+      const std::vector<float> c = rand_f32(size_t(k), r, -2, 2);
+      std::vector<const float*> ptrs;
+      for (const auto& x : xs) ptrs.push_back(x.data());
+      std::vector<float> out(static_cast<size_t>(n), 0.f);
+      for (const KernelTable* v : V) {
+        std::fill(out.begin(), out.end(), NAN);
+        v->lincomb(ptrs.data(), c.data(), k, n, out.data());
+        double err = 0;
+        for (int64_t i = 0; i < n; i++) {
+          double e = 0, mag = 0;
+          for (int j = 0; j < k; j++) {
+            e += double(c[size_t(j)]) * xs[size_t(j)][size_t(i)];
+            mag += std::fabs(double(c[size_t(j)]) * xs[size_t(j)][size_t(i)]);
+          }
+          const double d = std::fabs(out[size_t(i)] - e), rel = d == 0 ? 0 : d / mag;
+          if (!(rel <= err)) err = std::isnan(rel) ? kInf : rel;
+        }
+        R.check(v->name, "lincomb", fmt_label("n=%lld k=%d", (long long)n, k), err, k * 0x1p-22);
+      }
+    }
+
   for (int64_t n : sizes) {
     Rng r(uint64_t(n + 6));
     const std::vector<float> x = rand_f32(size_t(n), r, -4, 4);
