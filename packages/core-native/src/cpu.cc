@@ -10,7 +10,7 @@
 #elif defined(__aarch64__) && defined(__APPLE__)
 #include <sys/sysctl.h>
 #elif defined(_M_ARM64) || (defined(__aarch64__) && defined(_WIN32))
-#include <windows.h>
+#include "win32.h"
 #endif
 #include <stdexcept>
 #include <string>

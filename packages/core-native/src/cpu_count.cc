@@ -22,13 +22,7 @@
 #include <sys/sysctl.h>
 #include <sys/types.h>
 #elif defined(_WIN32)
-#ifndef WIN32_LEAN_AND_MEAN
-#define WIN32_LEAN_AND_MEAN
-#endif
-#ifndef NOMINMAX
-#define NOMINMAX
-#endif
-#include <windows.h>
+#include "win32.h"
 #endif
 
 namespace mlx {
