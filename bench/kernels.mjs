@@ -264,4 +264,9 @@ else {
     log('');
   }
   log(`targets: GEMV >= 80% of bandwidth; q4 GEMM >= 60% of f32 GEMM`);
+  const below = [
+    ...gemv.filter((g) => g.fraction < 0.8).map((g) => `${g.shape} ${g.kind} GEMV ${(100 * g.fraction).toFixed(0)}%`),
+    ...(gemm && gemm.ratio < 0.6 ? [`q4 GEMM ${(100 * gemm.ratio).toFixed(0)}% of f32`] : []),
+  ];
+  if (gemv.length || gemm) log(below.length ? `below target: ${below.join(', ')}` : 'all targets met in this run');
 }
