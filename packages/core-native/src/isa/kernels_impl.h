@@ -984,9 +984,16 @@ static void gemv_block(const float* x, const WeightRef& w, const float* bias, fl
 }
 
 #include "gemm_xt.h"
+#include "gemm_dot.h"
 
 static void matmul(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y) {
-  if (M > 2 * kGemvMaxM) { gemm(x, M, w, bias, y); return; }
+  if (M > 2 * kGemvMaxM) {
+    // f32 weights are read in place by the transposed-x kernel; the others are decoded, which the
+    // dot-form kernel amortizes better (see gemm_dot.h).
+    if (w.dtype == kF32) gemm(x, M, w, bias, y);
+    else gemm_dot(x, M, w, bias, y);
+    return;
+  }
   const int64_t K = w.cols, N = w.rows;
   int64_t m = 0;
   for (; m + 4 <= M; m += 4) gemv_block<4>(x + m * K, w, bias, y + m * N);

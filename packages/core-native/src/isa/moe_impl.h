@@ -166,18 +166,8 @@ static void moe_gather(const MoeArgs& a) {
 
 // ---------------------------------------------------------------------------------------------
 // Grouped GEMM: y[m, n] = x[m, :] . W[n, :] for several (x block, expert weight) jobs in one parallel
-// region. Dot-product form: a micro-kernel keeps MR x NR vector accumulators over k, reading x rows
-// and W rows as stored along k. W rows are dequantized (vector decodes) a k-chunk at a time into an
-// aligned L1 buffer, so, unlike a packed outer-product GEMM, no transpose is needed; 4-bit rows
-// decode to the even/odd-permuted order of permute_for_q4 and x is permuted the same way
-// (moe_gemm_permutes). Vector partial sums live in a per-task buffer across k-chunks and are reduced
-// once at the end. On AVX-512 the 4x4 micro-kernel (8 loads, 16 FMAs per step) runs near FMA peak.
+// region, on the dot-form GEMM kernel of gemm_dot.h.
 
-constexpr int kDotMR = VL >= 16 ? 4 : 3;            // x rows per micro-kernel (register budget:
-constexpr int kDotNR = VL >= 16 ? 4 : 3;            // MR*NR accumulators + NR + 1 live vectors)
-constexpr int64_t kDotNB = 4 * kDotNR;              // W rows per task
-constexpr int64_t kDotKC = 512;                     // k per chunk (multiple of every group size)
-constexpr int64_t kDotMB = 128;                     // max x rows per task
 constexpr int64_t kGemvRowsMax = 2 * kGemvMaxM;     // jobs this small run as GEMV tasks (as matmul does)
 
 struct MoeGemmJob {
@@ -189,84 +179,6 @@ struct MoeGemmJob {
 };
 
 static inline bool moe_gemm_permutes(const WeightRef& w) { return decodes_pair_permuted(w); }
-
-// Row n, columns [k0, k0 + kn) of W as f32 into buf, in the order the matching x is stored.
-// Float rows are copied/converted too: a copy costs 1/m of the FMAs and makes every load aligned
-// (rows of an mmapped f32 tensor start wherever the file put them).
-static const float* moe_dot_wrow(const WeightRef& w, int64_t n, int64_t k0, int64_t kn, float* buf) {
-  decode_row_block(w, n, k0, kn, buf);
-  return buf;
-}
-
-// acc[m][n] (VL floats each, row stride NBv vectors) += x rows . W rows over kv (a multiple of VL).
-template <int MR, int NR>
-static void moe_dot_micro(const float* const* xr, const float* const* wr, int64_t kv, float* acc, int64_t ld) {
-  vf a[MR][NR];
-  for (int m = 0; m < MR; m++)
-    for (int n = 0; n < NR; n++) a[m][n] = vload(acc + (m * ld + n) * VL);
-  for (int64_t k = 0; k < kv; k += VL) {
-    vf wv[NR];
-    for (int n = 0; n < NR; n++) wv[n] = vload(wr[n] + k);
-    for (int m = 0; m < MR; m++) {
-      const vf xv = vload(xr[m] + k);
-      for (int n = 0; n < NR; n++) a[m][n] += xv * wv[n];
-    }
-  }
-  for (int m = 0; m < MR; m++)
-    for (int n = 0; n < NR; n++) vstore(acc + (m * ld + n) * VL, a[m][n]);
-}
-
-template <int MR>
-static void moe_dot_micro_n(int nr, const float* const* xr, const float* const* wr, int64_t kv, float* acc, int64_t ld) {
-  switch (nr) {
-    case 4: if constexpr (kDotNR >= 4) { moe_dot_micro<MR, 4>(xr, wr, kv, acc, ld); } break;
-    case 3: moe_dot_micro<MR, 3>(xr, wr, kv, acc, ld); break;
-    case 2: moe_dot_micro<MR, 2>(xr, wr, kv, acc, ld); break;
-    default: moe_dot_micro<MR, 1>(xr, wr, kv, acc, ld); break;
-  }
-}
-
-static void moe_dot_block(int mr, int nr, const float* const* xr, const float* const* wr, int64_t kv, float* acc, int64_t ld) {
-  switch (mr) {
-    case 4: if constexpr (kDotMR >= 4) { moe_dot_micro_n<4>(nr, xr, wr, kv, acc, ld); } break;
-    case 3: moe_dot_micro_n<3>(nr, xr, wr, kv, acc, ld); break;
-    case 2: moe_dot_micro_n<2>(nr, xr, wr, kv, acc, ld); break;
-    default: moe_dot_micro_n<1>(nr, xr, wr, kv, acc, ld); break;
-  }
-}
-
-// One task: rows [m0, m1) of job j against W rows [n0, n1).
-static void moe_dot_task(const MoeGemmJob& j, int64_t m0, int64_t m1, int64_t n0, int64_t n1, float* wbuf, float* acc) {
-  const WeightRef& w = j.w;
-  const int64_t K = w.cols, N = w.rows, nb = n1 - n0, mb = m1 - m0;
-  const int64_t ld = kDotNB;  // acc row stride in vectors
-  for (int64_t i = 0; i < mb * ld * VL; i++) acc[i] = 0.f;
-  const float* wr[kDotNB];
-  for (int64_t k0 = 0; k0 < K; k0 += kDotKC) {
-    const int64_t kn = k0 + kDotKC < K ? kDotKC : K - k0;
-    const int64_t kv = kn - kn % VL;
-    for (int64_t n = 0; n < nb; n++) wr[n] = moe_dot_wrow(w, n0 + n, k0, kn, wbuf + n * kDotKC);
-    for (int64_t m = 0; m < mb; m += kDotMR) {
-      const int mr = int(mb - m < kDotMR ? mb - m : kDotMR);
-      const float* xr[kDotMR];
-      for (int r = 0; r < mr; r++) xr[r] = j.x + (m0 + m + r) * K + k0;
-      for (int64_t n = 0; n < nb; n += kDotNR) {
-        const int nr = int(nb - n < kDotNR ? nb - n : kDotNR);
-        float* ac = acc + (m * ld + n) * VL;
-        moe_dot_block(mr, nr, xr, wr + n, kv, ac, ld);
-        if (kv < kn)  // odd K (float weights only): the scalar tail goes into lane 0
-          for (int r = 0; r < mr; r++)
-            for (int c = 0; c < nr; c++) {
-              float t = 0.f;
-              for (int64_t k = kv; k < kn; k++) t += xr[r][k] * wr[n + c][k];
-              ac[(r * ld + c) * VL] += t;
-            }
-      }
-    }
-  }
-  for (int64_t m = 0; m < mb; m++)
-    for (int64_t n = 0; n < nb; n++) j.y[(m0 + m) * N + n0 + n] = hsum(vload(acc + (m * ld + n) * VL));
-}
 
 // y[r, n] for rows r in [r0, r0 + mb) (mb <= 4) and n in [n0, n1): matmul's GEMV kernels, which read
 // each weight row once for up to 4 activation rows.
@@ -320,7 +232,7 @@ static void moe_gemm_jobs(const MoeGemmJob* jobs, int64_t njobs) {
   }
   if (first[njobs] == 0) return;
   parallel_for(first[njobs], 1, [&](int64_t t0, int64_t t1) {
-    MoeBuf wbuf, acc;
+    static thread_local DotGemmScratch scratch;
     int64_t i = 0;
     for (int64_t t = t0; t < t1; t++) {
       while (first[i + 1] <= t) i++;
@@ -332,15 +244,9 @@ static void moe_gemm_jobs(const MoeGemmJob* jobs, int64_t njobs) {
         for (int64_t r = 0; r < j.m; r += 4) moe_gemv_multi(prep[i], r, int(j.m - r < 4 ? j.m - r : 4), j.w, j.y, n0, n1);
         continue;
       }
-      if (!wbuf.get()) {
-        wbuf.reset(kDotNB * kDotKC);
-        acc.reset((kDotMB + kDotMR) * kDotNB * VL);  // + MR: row blocks are rounded up to MR
-      }
-      // Balanced row blocks (multiples of MR) rather than full blocks plus a ragged remainder.
-      int64_t per = (j.m + mbk - 1) / mbk;
-      per = (per + kDotMR - 1) / kDotMR * kDotMR;
-      const int64_t m0 = mbi * per, m1 = m0 + per < j.m ? m0 + per : j.m;
-      if (m0 < m1) moe_dot_task(j, m0, m1, n0, n1, wbuf.get(), acc.get());
+      int64_t m0, m1;
+      dot_gemm_rows(j.m, mbk, mbi, m0, m1);
+      if (m0 < m1) dot_gemm_task(DotGemmJob{j.x, j.m, j.w, j.y}, m0, m1, n0, n1, scratch.w(), scratch.a());
     }
   });
 }
