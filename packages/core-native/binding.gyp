@@ -14,7 +14,10 @@
       "MACOSX_DEPLOYMENT_TARGET": "11.0",
       "OTHER_CPLUSPLUSFLAGS": ["-O3", "-ffp-contract=fast"]
     },
-    "msvs_settings": { "VCCLCompilerTool": { "ExceptionHandling": 1, "AdditionalOptions": ["/std:c++17"] } }
+    "msvs_settings": { "VCCLCompilerTool": { "ExceptionHandling": 1, "AdditionalOptions": ["/std:c++17"] } },
+    # Windows: the kernels use GCC/Clang vector extensions, which MSVC's cl.exe does not compile, so the
+    # ClangCL toolset (Visual Studio's "C++ Clang tools for Windows") is required. Untested so far.
+    "conditions": [["OS=='win'", { "msbuild_toolset": "ClangCL", "defines": ["NOMINMAX", "WIN32_LEAN_AND_MEAN"] }]]
   },
   "targets": [
     {
@@ -61,6 +64,7 @@
           "type": "static_library",
           "sources": ["src/isa/isa_avx2.cc"],
           "cflags_cc": ["-mavx2", "-mfma", "-mf16c"],
+          "msvs_settings": { "VCCLCompilerTool": { "AdditionalOptions": ["/std:c++17", "-mavx2", "-mfma", "-mf16c"] } },
           "xcode_settings": { "OTHER_CPLUSPLUSFLAGS": ["-O3", "-ffp-contract=fast", "-mavx2", "-mfma", "-mf16c"] }
         },
         {
@@ -68,6 +72,7 @@
           "type": "static_library",
           "sources": ["src/isa/isa_avx2vnni.cc"],
           "cflags_cc": ["-mavx2", "-mfma", "-mf16c", "-mavxvnni"],
+          "msvs_settings": { "VCCLCompilerTool": { "AdditionalOptions": ["/std:c++17", "-mavx2", "-mfma", "-mf16c", "-mavxvnni"] } },
           "xcode_settings": { "OTHER_CPLUSPLUSFLAGS": ["-O3", "-ffp-contract=fast", "-mavx2", "-mfma", "-mf16c", "-mavxvnni"] }
         },
         {
@@ -75,6 +80,7 @@
           "type": "static_library",
           "sources": ["src/isa/isa_avx512.cc"],
           "cflags_cc": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma", "-mf16c", "-mprefer-vector-width=512"],
+          "msvs_settings": { "VCCLCompilerTool": { "AdditionalOptions": ["/std:c++17", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma", "-mf16c"] } },
           "xcode_settings": { "OTHER_CPLUSPLUSFLAGS": ["-O3", "-ffp-contract=fast", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma", "-mf16c"] }
         },
         {
@@ -82,6 +88,7 @@
           "type": "static_library",
           "sources": ["src/isa/isa_avx512vnni.cc"],
           "cflags_cc": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni", "-mavx2", "-mfma", "-mf16c", "-mprefer-vector-width=512"],
+          "msvs_settings": { "VCCLCompilerTool": { "AdditionalOptions": ["/std:c++17", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni", "-mavx2", "-mfma", "-mf16c"] } },
           "xcode_settings": { "OTHER_CPLUSPLUSFLAGS": ["-O3", "-ffp-contract=fast", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni", "-mavx2", "-mfma", "-mf16c"] }
         }
       ]
