@@ -1,5 +1,7 @@
-// ---- GEMM for prefill (included by kernels_impl.h inside the variant namespace) ----
-// y[M, N] = x[M, K] . W^T (M > 2 * kGemvMaxM). The small operand, x, is packed once per call,
+// ---- Transposed-x GEMM (included by kernels_impl.h inside the variant namespace) ----
+// matmul's prefill kernel for f32 weights (M > 2 * kGemvMaxM), which it reads in place; weights that
+// need decoding go to the dot-form kernel of gemm_dot.h, measured faster for them. This kernel handles
+// every dtype all the same. The small operand, x, is packed once per call,
 // transposed into tiles of MW = 2 * VL rows ([k][MW] per tile); the weight is never transposed: float
 // weights are read in place and the others are decoded a block of rows at a time, in their natural row
 // layout, with vectorized decoders. A micro-kernel then broadcasts one weight element per row and
@@ -25,7 +27,7 @@ static inline bool decodes_pair_permuted(const WeightRef& w) {
 
 // Elements [c0, c0 + n) of row r of W as f32 into out, in natural order or, where
 // decodes_pair_permuted(w), pair-permuted. c0 and n are whole groups for quantized weights. 4- and
-// 8-bit codes use the vector decoders; other widths the scalar one. Shared with the MoE grouped GEMM.
+// 8-bit codes use the vector decoders; other widths the scalar one. Also used by gemm_dot.h.
 static void decode_row_block(const WeightRef& w, int64_t r, int64_t c0, int64_t n, float* out) {
   if (w.dtype != kQAffine) { float_row_range(w, r, c0, n, out); return; }
   const int G = w.group;
