@@ -70,6 +70,19 @@ describe('bench --random', () => {
     expect(j.decode_tok_s).toBeGreaterThan(0);
     expect(j.peak_rss_bytes).toBeGreaterThan(0);
   });
+
+  it('--concurrency runs requests together through the batching scheduler', async () => {
+    const r = await mlxcel(['bench', '--random', join(FIXTURES, 'configs', 'Phi-3.5-mini-instruct.json'), '--layers', '1', '--quantize', 'q4', '--prompt-tokens', '6', '--gen-tokens', '4', '--concurrency', '3', '--json'], { timeoutMs: 300_000 });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const j = JSON.parse(r.stdout);
+    expect(j.concurrency).toBe(3);
+    expect(j.aggregate_decode_tok_s).toBeGreaterThan(0);
+    expect(j.per_request_decode_tok_s).toBeCloseTo(j.aggregate_decode_tok_s / 3, 6);
+    const bad = await mlxcel(['bench', '--random', join(FIXTURES, 'configs', 'Phi-3.5-mini-instruct.json'), '--concurrency', '0']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/--concurrency must be an integer in \[1, 256\]/);
+  });
 });
 
 describe('quantize', () => {

@@ -5,7 +5,7 @@
  */
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { DEFAULT_PREFILL_CHUNK, prefill, randomModel, readJson } from '@mlxcel/engine';
+import { BatchScheduler, DEFAULT_PREFILL_CHUNK, prefill, randomModel, readJson, type LoadedModel } from '@mlxcel/engine';
 import { ops, type LanguageModel } from '@mlxcel/tensor';
 import { cpuInfo } from '@mlxcel/core-native';
 import { UsageError } from '../errors.js';
@@ -72,6 +72,52 @@ export function runBench(model: LanguageModel, name: string, promptTokens: numbe
   };
 }
 
+export interface BatchBenchResult {
+  model: string;
+  concurrency: number;
+  prompt_tokens: number;
+  gen_tokens: number;
+  /** Generated tokens of all requests per second, from the moment every request has its first token. */
+  aggregate_decode_tok_s: number;
+  per_request_decode_tok_s: number;
+  /** Time until the last request had its first token (all prompts prefilled). */
+  all_first_token_ms: number;
+  threads: number;
+  isa: string;
+}
+
+/**
+ * `concurrency` requests through the engine's continuous-batching scheduler (as `mlxcel serve` runs
+ * them), each with its own random prompt, greedy, EOS ignored; after one warm-up round.
+ */
+export async function runBatchBench(
+  model: LanguageModel, name: string, promptTokens: number, genTokens: number, concurrency: number, kvCache?: string,
+): Promise<BatchBenchResult> {
+  const loaded: LoadedModel = { dir: name, config: {}, model, tokenizer: null, chatTemplate: null, eosIds: [], generationConfig: {} };
+  const V = model.vocabSize;
+  const round = async (gen: number) => {
+    const sched = new BatchScheduler(loaded, { maxBatch: concurrency });
+    const t0 = performance.now();
+    let tAll = 0;
+    const gens = Array.from({ length: concurrency }, (_, k) =>
+      sched.submit(randomIds(promptTokens, V, 1234 + k), { maxTokens: gen, temperature: 0, kvCache }));
+    await Promise.all(gens.map(async (g) => {
+      let n = 0;
+      for await (const _ of g) if (++n === 1) tAll = Math.max(tAll, performance.now());
+    }));
+    return { t0, tAll, tEnd: performance.now() };
+  };
+  await round(Math.min(genTokens, 3)); // warm-up
+  const { t0, tAll, tEnd } = await round(genTokens);
+  const agg = (concurrency * Math.max(0, genTokens - 1)) / Math.max(1e-9, (tEnd - tAll) / 1000);
+  const info0 = cpuInfo();
+  return {
+    model: name, concurrency, prompt_tokens: promptTokens, gen_tokens: genTokens,
+    aggregate_decode_tok_s: agg, per_request_decode_tok_s: agg / concurrency, all_first_token_ms: tAll - t0,
+    threads: info0.threads, isa: info0.isa,
+  };
+}
+
 export function registerBench(program: Command): void {
   program
     .command('bench')
@@ -83,6 +129,7 @@ export function registerBench(program: Command): void {
     .option('--prompt-tokens <n>', 'prompt length', int('--prompt-tokens', 1), 128)
     .option('--gen-tokens <n>', 'tokens to generate', int('--gen-tokens', 1), 32)
     .option('--kv-cache <kind>', 'KV cache storage kind')
+    .option('--concurrency <n>', 'run n requests together through the continuous-batching scheduler (as mlxcel serve does)', int('--concurrency', 1, 256), 1)
     .option('--json', 'print the result as JSON')
     .action(async (o: Record<string, unknown>) => {
       let model: LanguageModel;
@@ -101,6 +148,17 @@ export function registerBench(program: Command): void {
       }
       if ((o.promptTokens as number) + (o.genTokens as number) > model.maxContext)
         throw new UsageError(`--prompt-tokens + --gen-tokens exceed the model's ${model.maxContext}-token context`);
+      if ((o.concurrency as number) > 1) {
+        const b = await runBatchBench(model, name, o.promptTokens as number, o.genTokens as number, o.concurrency as number, o.kvCache as string | undefined);
+        if (o.json) process.stdout.write(`${JSON.stringify(b)}\n`);
+        else
+          info(
+            `${b.model}\n${b.concurrency} concurrent requests: aggregate decode ${b.aggregate_decode_tok_s.toFixed(2)} tok/s ` +
+              `(${b.per_request_decode_tok_s.toFixed(2)} per request, ${b.gen_tokens} tokens each) | all first tokens after ` +
+              `${b.all_first_token_ms.toFixed(0)} ms (${b.prompt_tokens}-token prompts) | ${b.threads} threads, ${b.isa}`,
+          );
+        return;
+      }
       const r = runBench(model, name, o.promptTokens as number, o.genTokens as number, o.kvCache as string | undefined);
       if (o.json) process.stdout.write(`${JSON.stringify(r)}\n`);
       else
