@@ -15,9 +15,8 @@ import { createHash } from 'node:crypto';
 import { basename } from 'node:path';
 import { MlxcelError, SafetensorsFile, Tensor, writeSafetensors, type DType } from '@mlxcel/tensor';
 import { adoptLayers, sourceOf, type DetachedSequence } from './state.js';
-import type { KvStorage } from './storage.js';
 import type { StoreImage } from './store.js';
-import type { CacheKind, DetachedCache, LayerCache } from './types.js';
+import type { DetachedCache, LayerCache } from './types.js';
 
 const FORMAT = 'mlxcel-prompt-cache';
 
@@ -30,21 +29,11 @@ export interface PromptCacheInfo {
   tokens: ArrayLike<number>;
 }
 
-export interface LayerMeta {
-  kind: CacheKind;
-  storage: KvStorage;
-  kBits: number;
-  vBits: number;
-  groupSize: number;
-  nKvHeads: number;
-  headDim: number;
-  vDim: number;
-  window: number;
-  offset: number;
+/** One layer in a prompt-cache file: its detached cache's description (the KV data are tensors). */
+export interface LayerMeta
+  extends Pick<DetachedCache, 'kind' | 'storage' | 'kBits' | 'vBits' | 'groupSize' | 'nKvHeads' | 'headDim' | 'vDim' | 'window' | 'offset' | 'ring' | 'ropeRegime'> {
   /** Rows stored in the file's tensors. */
   rows: number;
-  ring: { size: number; next: number } | null;
-  ropeRegime: string;
   /** Layer whose KV this layer reads (itself when it owns its cache). */
   source: number;
 }

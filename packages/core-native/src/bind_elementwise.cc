@@ -1,4 +1,6 @@
 // Norms, softmax, unary/binary elementwise ops, affine and RoPE.
+#include <cstdio>
+
 #include "args.h"
 #include "bindings.h"
 
@@ -102,9 +104,10 @@ Napi::Value LinearCombine(const Napi::CallbackInfo& info) {
   float* out = f32_arg(info[2], fn, "out", n);
   const float* c = f32_arg(info[1], fn, "coefs", k);
   const float* xs[kMaxLinComb];
+  char name[24];  // "inputs[j]" for error messages; a stack buffer: this runs every decode step
   for (uint32_t j = 0; j < k; j++) {
-    const std::string name = "inputs[" + std::to_string(j) + "]";
-    xs[j] = f32_arg(arr.Get(j), fn, name.c_str(), n);
+    std::snprintf(name, sizeof name, "inputs[%u]", j);
+    xs[j] = f32_arg(arr.Get(j), fn, name, n);
   }
   kernels().lincomb(xs, c, int(k), n, out);
   return env.Undefined();

@@ -147,18 +147,23 @@ export function randomQ(rows: number, cols: number, bits: number, group: number,
   return { rows, cols, bits, group, scaleDtype, packed, scales: encodeFloats(s, scaleDtype), biases: encodeFloats(b, scaleDtype) };
 }
 
-/** W[r, c] = s * q + b in float64 (what the weight means; kernels may round each term to f32). */
-export function dequantRef(q: QWeight): Float64Array {
+/** f(s, q, b) for every element of a quantized weight (its scale, code and bias), in float64. */
+function mapQuant(q: QWeight, f: (s: number, code: number, b: number) => number): Float64Array {
   const out = new Float64Array(q.rows * q.cols);
   const rowBytes = (q.cols * q.bits) / 8, gpr = q.cols / q.group;
   for (let r = 0; r < q.rows; r++) {
     const row = q.packed.subarray(r * rowBytes, (r + 1) * rowBytes);
     for (let c = 0; c < q.cols; c++) {
       const g = r * gpr + Math.floor(c / q.group);
-      out[r * q.cols + c] = decodeFloat(q.scales, q.scaleDtype, g) * codeAt(row, q.bits, c) + decodeFloat(q.biases, q.scaleDtype, g);
+      out[r * q.cols + c] = f(decodeFloat(q.scales, q.scaleDtype, g), codeAt(row, q.bits, c), decodeFloat(q.biases, q.scaleDtype, g));
     }
   }
   return out;
+}
+
+/** W[r, c] = s * q + b in float64 (what the weight means; kernels may round each term to f32). */
+export function dequantRef(q: QWeight): Float64Array {
+  return mapQuant(q, (s, code, b) => s * code + b);
 }
 
 /**
@@ -251,17 +256,7 @@ export function checkMatmul(
 
 /** mag(W) for a quantized weight: |s * q| + |b| per element (see checkMatmul). */
 export function quantMagnitude(q: QWeight): Float64Array {
-  const out = new Float64Array(q.rows * q.cols);
-  const rowBytes = (q.cols * q.bits) / 8, gpr = q.cols / q.group;
-  for (let r = 0; r < q.rows; r++) {
-    const row = q.packed.subarray(r * rowBytes, (r + 1) * rowBytes);
-    for (let c = 0; c < q.cols; c++) {
-      const g = r * gpr + Math.floor(c / q.group);
-      out[r * q.cols + c] =
-        Math.abs(decodeFloat(q.scales, q.scaleDtype, g) * codeAt(row, q.bits, c)) + Math.abs(decodeFloat(q.biases, q.scaleDtype, g));
-    }
-  }
-  return out;
+  return mapQuant(q, (s, code, b) => Math.abs(s * code) + Math.abs(b));
 }
 
 /** |a - e| <= abs + rel * |e| elementwise (NaN must match NaN; infinities must match exactly). */

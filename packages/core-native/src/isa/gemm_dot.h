@@ -104,12 +104,17 @@ static inline void dot_gemm_rows(int64_t m, int64_t mbk, int64_t mbi, int64_t& m
   m1 = m0 + per < m ? m0 + per : m;
 }
 
-// Per-thread scratch of a task: the decoded W block and the vector accumulators.
+// Per-thread scratch of a task: the decoded W block and the vector accumulators. One per thread,
+// shared by the dense GEMM and the MoE grouped GEMM.
 struct DotGemmScratch {
   Scratch wbuf, acc;
   float* w() { return wbuf.get<float>(size_t(kDotNB * kDotKC)); }
   float* a() { return acc.get<float>(size_t((kDotMB + kDotMR) * kDotNB * VL)); }  // + MR: blocks round up to MR
 };
+static inline DotGemmScratch& dot_scratch() {
+  static thread_local DotGemmScratch s;
+  return s;
+}
 
 // Dense entry: y[M, N] = x[M, K] . W^T (+ bias) on the dot-form kernel.
 static void gemm_dot(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y) {
@@ -126,7 +131,7 @@ static void gemm_dot(const float* x, int64_t M, const WeightRef& w, const float*
   const DotGemmJob job{xd, M, w, y};
   const int64_t mbk = (M + kDotMB - 1) / kDotMB, nbk = (N + kDotNB - 1) / kDotNB;
   parallel_for(mbk * nbk, 1, [&](int64_t t0, int64_t t1) {
-    static thread_local DotGemmScratch s;
+    DotGemmScratch& s = dot_scratch();
     for (int64_t t = t0; t < t1; t++) {
       const int64_t n0 = (t / mbk) * kDotNB, n1 = n0 + kDotNB < N ? n0 + kDotNB : N;
       int64_t m0, m1;

@@ -217,6 +217,39 @@ static void weight_row_range(const WeightRef& w, int64_t r, int64_t c0, int64_t 
   else float_row_range(w, r, c0, n, out);
 }
 
+// Whether rows of W decode to the pair-permuted order (4-bit codes through decode_q4: per 2 * VL codes,
+// the even elements, then the odd ones). The matching x must then be permuted the same way.
+static inline bool decodes_pair_permuted(const WeightRef& w) {
+  return w.dtype == kQAffine && w.bits == 4 && w.group % (2 * VL) == 0;
+}
+
+// Elements [c0, c0 + n) of row r of W as f32 into out, in natural order or, where
+// decodes_pair_permuted(w), pair-permuted. c0 and n are whole groups for quantized weights. 4- and
+// 8-bit codes use the vector decoders; other widths the scalar one. Used by both prefill GEMMs.
+static void decode_row_block(const WeightRef& w, int64_t r, int64_t c0, int64_t n, float* out) {
+  if (w.dtype != kQAffine) { float_row_range(w, r, c0, n, out); return; }
+  const int G = w.group;
+  const int64_t gpr = w.cols / G;
+  const uint8_t* row = w.data + r * (w.cols * w.bits / 8);
+  if ((w.bits != 4 && w.bits != 8) || G % (2 * VL) != 0) { dequant_row_range(w, r, c0, n, out); return; }
+  for (int64_t c = c0; c < c0 + n; c += G) {
+    const int64_t g = c / G;
+    const vf s = vsplat(scale_at(w.scales, w.scale_dtype, r * gpr + g));
+    const vf b = vsplat(scale_at(w.biases, w.scale_dtype, r * gpr + g));
+    float* o = out + (c - c0);
+    if (w.bits == 4) {
+      for (int j = 0; j < G; j += 2 * VL) {
+        vf lo, hi;
+        decode_q4(row + (c + j) / 2, lo, hi);
+        vstore(o + j, lo * s + b);
+        vstore(o + j + VL, hi * s + b);
+      }
+    } else {
+      for (int j = 0; j < G; j += VL) vstore(o + j, decode_q8(row + c + j) * s + b);
+    }
+  }
+}
+
 // Per-thread growable scratch. A plain struct of this variant's namespace rather than a std container:
 // a std template instantiated here would be compiled with this variant's ISA flags, and the linker may
 // keep that copy for every variant (an AVX-512 instruction in the scalar variant's path).

@@ -232,7 +232,7 @@ static void moe_gemm_jobs(const MoeGemmJob* jobs, int64_t njobs) {
   }
   if (first[njobs] == 0) return;
   parallel_for(first[njobs], 1, [&](int64_t t0, int64_t t1) {
-    static thread_local DotGemmScratch scratch;
+    DotGemmScratch& scratch = dot_scratch();
     int64_t i = 0;
     for (int64_t t = t0; t < t1; t++) {
       while (first[i + 1] <= t) i++;

@@ -88,3 +88,18 @@ export function splitPerLayer(ple: Float32Array, N: number, numLayers: number, P
   }
   return out;
 }
+
+/**
+ * A layer's per-layer-input injection term (gemma3n.md §7.4, gemma4.md §8):
+ * v = RMSNorm(W_proj (gelu_tanh(W_gate x) ⊙ ple_l)), [N, hidden]. Gemma 3n adds it to streams 1..K−1,
+ * Gemma 4 to the residual.
+ */
+export function perLayerInjection(
+  gate: Linear, projection: Linear, norm: RMSNorm, x: Float32Array, pleL: Float32Array, N: number, H: number,
+): Float32Array {
+  const g = gate.forward(x, N);
+  ops.geluTanh(g, g);
+  ops.mul(g, pleL, g);
+  const v = projection.forward(g, N);
+  return norm.forward(v, H, v);
+}

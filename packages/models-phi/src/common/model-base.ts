@@ -24,6 +24,16 @@ export interface ModelBaseParams {
   stats: { parameters: number; weightBytes: number };
 }
 
+/** The ModelBaseParams every Phi config.json spells the same way (HF key names). */
+export function configParams(cfg: {
+  vocab_size: number; num_hidden_layers: number; hidden_size: number; max_position_embeddings: number; rope: RopeSpec;
+}): Pick<ModelBaseParams, 'vocabSize' | 'numLayers' | 'hiddenSize' | 'maxContext' | 'rope'> {
+  return {
+    vocabSize: cfg.vocab_size, numLayers: cfg.num_hidden_layers, hiddenSize: cfg.hidden_size,
+    maxContext: cfg.max_position_embeddings, rope: cfg.rope,
+  };
+}
+
 export abstract class PhiModelBase implements LanguageModel {
   readonly modelType: string;
   readonly config: Readonly<Record<string, unknown>>;

@@ -7,7 +7,7 @@ import { ops, type WeightStore } from '@mlxcel/tensor';
 import { swigluHalves } from '../common/activations.js';
 import { attendRuns, uniformAttention, type AttentionGeometry } from '../common/attention.js';
 import type { Plan } from '../common/batch.js';
-import { PhiModelBase } from '../common/model-base.js';
+import { configParams, PhiModelBase } from '../common/model-base.js';
 import { splitColumns } from '../common/rows.js';
 import { parsePhi3Config, type Phi3Config, type Phi3ConfigOptions } from './config.js';
 import { loadPhi3Weights, type Phi3Weights } from './weights.js';
@@ -26,8 +26,7 @@ export class Phi3Model extends PhiModelBase {
     const w = loadPhi3Weights(store, cfg, raw);
     super({
       modelType: 'phi3', family: 'phi3', config: raw,
-      vocabSize: cfg.vocab_size, numLayers: cfg.num_hidden_layers, hiddenSize: cfg.hidden_size,
-      maxContext: cfg.max_position_embeddings, rope: cfg.rope,
+      ...configParams(cfg),
       layerCaches: attention.layerCaches,
       prefillChunk: PREFILL_CHUNK, stats: w.stats,
     });

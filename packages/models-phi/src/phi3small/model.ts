@@ -8,7 +8,7 @@ import { ops, type WeightStore } from '@mlxcel/tensor';
 import { gegelu } from '../common/activations.js';
 import { attendRuns, type AttentionGeometry, type MaskBuilder } from '../common/attention.js';
 import type { Plan, Run } from '../common/batch.js';
-import { PhiModelBase } from '../common/model-base.js';
+import { configParams, PhiModelBase } from '../common/model-base.js';
 import { blockSparseMask, type BlockSparseSpec } from './blocksparse.js';
 import { isDenseLayer, parsePhi3SmallConfig, type Phi3SmallConfig } from './config.js';
 import { dummyTokenIds } from './dummy.js';
@@ -39,8 +39,7 @@ export class Phi3SmallModel extends PhiModelBase {
     const w = loadPhi3SmallWeights(store, cfg, raw);
     super({
       modelType: 'phi3small', family: 'phi3small', config: raw,
-      vocabSize: cfg.vocab_size, numLayers: cfg.num_hidden_layers, hiddenSize: cfg.hidden_size,
-      maxContext: cfg.max_position_embeddings, rope: cfg.rope,
+      ...configParams(cfg),
       layerCaches: Array.from({ length: cfg.num_hidden_layers }, () => ({
         nKvHeads: cfg.num_key_value_heads, headDim: cfg.head_dim, window: null,
       })),

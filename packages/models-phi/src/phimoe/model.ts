@@ -9,7 +9,7 @@ import { sparsemixer, type Routing } from '@mlxcel/moe';
 import { ops, type WeightStore } from '@mlxcel/tensor';
 import { attendRuns, uniformAttention, type AttentionGeometry } from '../common/attention.js';
 import type { Plan } from '../common/batch.js';
-import { PhiModelBase } from '../common/model-base.js';
+import { configParams, PhiModelBase } from '../common/model-base.js';
 import { parsePhiMoEConfig, type PhiMoEConfig, type PhiMoEConfigOptions } from './config.js';
 import { loadPhiMoEWeights, type PhiMoEWeights } from './weights.js';
 
@@ -31,8 +31,7 @@ export class PhiMoEModel extends PhiModelBase {
     const w = loadPhiMoEWeights(store, cfg, raw);
     super({
       modelType: 'phimoe', family: 'phimoe', config: raw,
-      vocabSize: cfg.vocab_size, numLayers: cfg.num_hidden_layers, hiddenSize: cfg.hidden_size,
-      maxContext: cfg.max_position_embeddings, rope: cfg.rope,
+      ...configParams(cfg),
       layerCaches: attention.layerCaches,
       prefillChunk: PREFILL_CHUNK, stats: w.stats,
     });
