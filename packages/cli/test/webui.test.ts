@@ -79,7 +79,7 @@ describe('chat page of mlxcel serve (headless Chromium, demo model)', () => {
     await setSetting(page, 'seed', '7');
     await setSetting(page, 'max_tokens', '40');
     await sendMessage(page, 'Hello there');
-    expect(await answerDone(page)).toMatch(/^\d+ prompt \+ 40 generated tokens · \d+(\.\d)? tok\/s$/);
+    expect(await answerDone(page)).toMatch(/^\d+ prompt \+ 40 generated tokens · \d+(\.\d)? tok\/s · max tokens reached$/);
     const seen = await page.evaluate(() => (window as unknown as { seen: number[] }).seen);
     expect(seen.length).toBeGreaterThanOrEqual(4); // many partial renders, not one final paint
     expect([...seen].sort((a, b) => a - b)).toEqual(seen); // and only growing
@@ -210,6 +210,8 @@ describe('chat page of mlxcel serve (headless Chromium, demo model)', () => {
       { status: 429, headers: { 'retry-after': '3' }, json: { error: { message: 'queue is full', type: 'rate_limit_error', param: null, code: 'rate_limit_exceeded' } } },
       { status: 400, json: { error: { message: 'prompt is 5000 tokens, the context holds 4096', type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' } } },
       { status: 503, json: { error: { message: 'model is loading', type: 'server_error', param: null, code: null } } },
+      // A stream cut off mid-answer: no finish_reason, no [DONE].
+      { status: 200, headers: { 'content-type': 'text/event-stream' }, body: `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'half an ans' }, finish_reason: null }] })}\n\n` },
     ];
     await page.route('**/v1/chat/completions', (route) => route.fulfill(replies.shift()!));
     await page.goto(served.url);
@@ -222,6 +224,9 @@ describe('chat page of mlxcel serve (headless Chromium, demo model)', () => {
     await expect.poll(lastError).toMatch(/too long for the model's context \(400\).*the context holds 4096/);
     await page.click('.msg.assistant .regenerate');
     await expect.poll(lastError).toMatch(/still loading \(503\)/);
+    await page.click('.msg.assistant .regenerate');
+    await expect.poll(lastError).toMatch(/closed the stream before the answer was finished/);
+    expect((await page.textContent('.msg.assistant .body'))!.trim()).toBe('half an ans'); // what arrived is kept
     expect(await page.locator('.msg').count()).toBe(2); // each retry replaced the failed attempt
     // The browser reports each refused request on the console; nothing else may appear there.
     expect(errors.filter((e) => !/status of (429|400|503)/.test(e))).toEqual([]);

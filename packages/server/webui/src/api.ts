@@ -184,7 +184,11 @@ export class ApiClient {
           return { finishReason };
         }
       }
-      if (done) return { finishReason };
+      if (done) {
+        // No [DONE] and no finish_reason: the connection ended mid-answer (server stopped or crashed).
+        if (finishReason === null) throw new ApiError(0, 'The server closed the stream before the answer was finished.');
+        return { finishReason };
+      }
     }
   }
 }

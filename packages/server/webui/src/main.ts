@@ -117,6 +117,14 @@ function updateComposer(): void {
   const busy = streaming !== null;
   ui.send.hidden = busy;
   ui.stop.hidden = !busy;
+  // Screen readers announce the answer once it is complete, not at every streamed frame.
+  ui.messages.setAttribute('aria-busy', String(busy));
+}
+
+/** The message box grows with its text up to the CSS max-height. */
+function fitInput(): void {
+  ui.input.style.height = 'auto';
+  ui.input.style.height = `${ui.input.scrollHeight + 2}px`;
 }
 
 function showNotice(text: string | null): void {
@@ -149,20 +157,27 @@ async function generate(conv: Conversation): Promise<void> {
   if (conv === current) renderMessages();
   let first = 0;
   let last = 0;
+  let saved = performance.now();
   try {
     const body: Record<string, unknown> = { messages: history, ...samplingBody(conv.settings) };
     if (server?.modelId) body.model = server.modelId;
-    await api.streamChat(body, abort.signal, {
+    const { finishReason } = await api.streamChat(body, abort.signal, {
       onDelta(text) {
         last = performance.now();
         if (!first) first = last;
         answer.content += text;
         if (conv === current) queueStreamRender(answer);
+        // Keep what has arrived if the tab is closed mid-answer (a save per second, not per token).
+        if (last - saved > 1000) {
+          saved = last;
+          store.save();
+        }
       },
       onUsage(usage) {
         answer.usage = { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens };
       },
     });
+    if (finishReason) answer.finishReason = finishReason;
   } catch (e) {
     if (abort.signal.aborted) answer.stopped = true;
     else if (e instanceof ApiError) answer.error = e.message;
@@ -181,6 +196,7 @@ function send(): void {
   const text = ui.input.value;
   if (!text.trim() || streaming) return;
   ui.input.value = '';
+  fitInput();
   if (current.messages.length === 0 && current.title === 'New chat') {
     current.title = text.trim().replace(/\s+/g, ' ').slice(0, 48);
     renderList();
@@ -260,6 +276,7 @@ byId<HTMLFormElement>('composer').addEventListener('submit', (e) => {
   send();
 });
 ui.stop.addEventListener('click', stop);
+ui.input.addEventListener('input', fitInput);
 ui.input.addEventListener('keydown', (e) => {
   if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
     e.preventDefault();

@@ -8,6 +8,7 @@ export function answerStats(m: Message): string {
   const parts: string[] = [];
   if (m.usage) parts.push(`${m.usage.prompt_tokens} prompt + ${m.usage.completion_tokens} generated tokens`);
   if (m.tokensPerSecond !== undefined) parts.push(`${m.tokensPerSecond.toFixed(1)} tok/s`);
+  if (m.finishReason === 'length') parts.push('max tokens reached');
   if (m.stopped) parts.push('stopped');
   return parts.join(' · ');
 }

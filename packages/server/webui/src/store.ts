@@ -31,7 +31,10 @@ function parse(text: string | null): Conversation[] {
         title: typeof c.title === 'string' ? c.title : 'Untitled',
         systemPrompt: typeof c.systemPrompt === 'string' ? c.systemPrompt : '',
         settings: validSampling(c.settings),
-        messages: c.messages.filter((m) => m && (m.role === 'user' || m.role === 'assistant') && typeof m.content === 'string'),
+        messages: c.messages
+          .filter((m) => m && (m.role === 'user' || m.role === 'assistant') && typeof m.content === 'string')
+          // An answer with no ending of any kind was still streaming when the page went away.
+          .map((m) => (m.role === 'assistant' && !m.finishReason && !m.error && !m.stopped ? { ...m, stopped: true } : m)),
       }));
   } catch {
     return [];

@@ -21,6 +21,8 @@ export interface Message {
   usage?: Usage;
   /** Decode speed of this answer: completion tokens over the time between first and last token. */
   tokensPerSecond?: number;
+  /** Why the server ended the answer ("stop", "length" = max tokens reached, ...). */
+  finishReason?: string;
   /** The answer was cut short by the Stop button (content is what had arrived). */
   stopped?: boolean;
   /** The request failed; such turns are shown but never sent back to the model. */
