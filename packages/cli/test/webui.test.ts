@@ -259,12 +259,29 @@ describe('chat page of mlxcel serve (headless Chromium, demo model)', () => {
     }
   });
 
+  it('picks up conversations another tab changed', async () => {
+    const { page, errors } = await openPage(served.url);
+    const other = await context!.newPage();
+    await other.goto(served.url);
+    page.once('dialog', (d) => void d.accept('Renamed in tab one'));
+    await page.click('#rename-chat');
+    await expect.poll(() => other.textContent('#conversations [aria-current="true"]')).toBe('Renamed in tab one');
+    expect(errors).toEqual([]);
+  });
+
   it('is served with headers that forbid framing and inline scripts, and not at all with --no-webui', async () => {
     const res = await fetch(served.url);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
     expect(res.headers.get('content-security-policy')).toMatch(/script-src 'self'.*frame-ancestors 'none'/);
     expect(res.headers.get('x-frame-options')).toBe('DENY');
+    // In the browser: a page on another origin that frames the chat page gets an error page instead.
+    context = await browser.newContext();
+    const framer = await context.newPage();
+    await framer.route('http://framer.test/', (route) => route.fulfill({ contentType: 'text/html', body: `<iframe src="${served.url}"></iframe>` }));
+    await framer.goto('http://framer.test/');
+    await expect.poll(() => framer.frames().length).toBe(2);
+    await expect.poll(() => framer.frames()[1]!.url()).toBe('chrome-error://chromewebdata/');
     const bare = await serveDemo(['--no-webui']);
     try {
       expect((await fetch(bare.url)).status).toBe(404);

@@ -177,7 +177,7 @@ async function generate(conv: Conversation): Promise<void> {
         answer.usage = { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens };
       },
     });
-    if (finishReason) answer.finishReason = finishReason;
+    answer.finishReason = finishReason ?? 'stop';
   } catch (e) {
     if (abort.signal.aborted) answer.stopped = true;
     else if (e instanceof ApiError) answer.error = e.message;
@@ -288,6 +288,13 @@ document.addEventListener('keydown', (e) => {
     e.preventDefault();
     stop();
   }
+});
+
+// Another tab saved its conversations: take them, unless this tab is mid-answer (it saves last then).
+window.addEventListener('storage', (e) => {
+  if (e.key !== store.storageKey || streaming) return;
+  store.reload();
+  open(store.get(current.id) ?? store.all()[0] ?? store.create());
 });
 
 fillSettings(current);

@@ -42,9 +42,15 @@ function parse(text: string | null): Conversation[] {
 }
 
 export class ConversationStore {
+  readonly storageKey = LIST_KEY;
   private list: Conversation[] = parse(localStorage.getItem(LIST_KEY));
   /** Set when the last save failed (storage full or disabled), so the page can say so. */
   saveError: string | null = null;
+
+  /** Re-reads the conversations (another tab changed them). */
+  reload(): void {
+    this.list = parse(localStorage.getItem(LIST_KEY));
+  }
 
   /** Newest first. */
   all(): readonly Conversation[] {
