@@ -31,14 +31,25 @@ const ui = {
   keyReason: byId('key-reason'),
 };
 
-/** Asks for the API key in a modal; resolves null if the user dismisses it (Esc). */
+let keyPrompt: Promise<string | null> | null = null;
+
+/**
+ * Asks for the API key in a modal; resolves null if the user dismisses it (Esc). Requests refused at
+ * the same time share one prompt.
+ */
 function askKey(reason: string): Promise<string | null> {
+  if (keyPrompt) return keyPrompt;
   ui.keyReason.textContent = reason;
   ui.keyInput.value = '';
+  ui.keyDialog.returnValue = '';
   ui.keyDialog.showModal();
-  return new Promise((resolve) => {
-    ui.keyDialog.addEventListener('close', () => resolve(ui.keyDialog.returnValue === 'ok' && ui.keyInput.value ? ui.keyInput.value : null), { once: true });
+  keyPrompt = new Promise((resolve) => {
+    ui.keyDialog.addEventListener('close', () => {
+      keyPrompt = null;
+      resolve(ui.keyDialog.returnValue === 'ok' && ui.keyInput.value ? ui.keyInput.value : null);
+    }, { once: true });
   });
+  return keyPrompt;
 }
 
 const api = new ApiClient(askKey);
@@ -141,9 +152,9 @@ function showNotice(text: string | null): void {
 
 // ---- generation ----
 
-/** The messages sent for conv: its system prompt, then every turn except failed ones. */
+/** The messages sent for conv: its system prompt, then every turn except failed or empty answers. */
 function requestMessages(conv: Conversation): { role: string; content: string }[] {
-  const msgs = conv.messages.filter((m) => !m.error).map((m) => ({ role: m.role, content: m.content }));
+  const msgs = conv.messages.filter((m) => !m.error && (m.role === 'user' || m.content)).map((m) => ({ role: m.role, content: m.content }));
   return conv.systemPrompt.trim() ? [{ role: 'system', content: conv.systemPrompt }, ...msgs] : msgs;
 }
 
