@@ -15,16 +15,18 @@ import { collectErrors, launchChromium, serveDemo, type Served } from './webui-b
 const SCREENSHOTS = fileURLToPath(new URL('../../../docs/images/', import.meta.url));
 const DEMO_ID = /demo-phi3-random/;
 
+const API_KEY = 'sesame-42';
 let browser: Browser;
-let served: Served;
+/** The plain server, one with --api-key and one with --no-webui, all started at once. */
+let served: Served, locked: Served, bare: Served;
 let context: BrowserContext | null = null;
 
 beforeAll(async () => {
-  [browser, served] = await Promise.all([launchChromium(), serveDemo()]);
+  [browser, served, locked, bare] = await Promise.all([launchChromium(), serveDemo(), serveDemo(['--api-key', API_KEY]), serveDemo(['--no-webui'])]);
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
-  await served?.stop();
+  await Promise.all([served?.stop(), locked?.stop(), bare?.stop()]);
 });
 afterEach(async () => {
   await context?.close();
@@ -201,11 +203,13 @@ describe('chat page of mlxcel serve (headless Chromium, demo model)', () => {
     expect(errors).toEqual([]);
   });
 
-  it('shows the model and context length from /health and explains 429, context-too-long and loading errors', async () => {
+  it('shows loading, then the model and context length from /health, and explains 429, context-too-long, loading and cut-off streams', async () => {
     context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const page = await context.newPage();
     const errors = collectErrors(page);
-    await page.route('**/health', (route) => route.fulfill({ json: { status: 'ok', model: 'demo-model', context_length: 4096 } }));
+    // /health first says the model is loading (503), then reports the model and its context.
+    const health = [{ status: 503, json: { status: 'loading' } }, { json: { status: 'ok', model: 'demo-model', context_length: 4096 } }];
+    await page.route('**/health', (route) => route.fulfill(health.length > 1 ? health.shift()! : health[0]!));
     const replies = [
       { status: 429, headers: { 'retry-after': '3' }, json: { error: { message: 'queue is full', type: 'rate_limit_error', param: null, code: 'rate_limit_exceeded' } } },
       { status: 400, json: { error: { message: 'prompt is 5000 tokens, the context holds 4096', type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' } } },
@@ -215,7 +219,8 @@ describe('chat page of mlxcel serve (headless Chromium, demo model)', () => {
     ];
     await page.route('**/v1/chat/completions', (route) => route.fulfill(replies.shift()!));
     await page.goto(served.url);
-    await expect.poll(() => page.textContent('#model-info')).toBe('demo-model · 4,096-token context');
+    await expect.poll(() => page.textContent('#model-info')).toMatch(/model loading…/);
+    await expect.poll(() => page.textContent('#model-info'), { timeout: 10_000 }).toBe('demo-model · 4,096-token context');
 
     const lastError = () => page.textContent('.msg.assistant:last-child .error-text');
     await sendMessage(page, 'one');
@@ -233,30 +238,26 @@ describe('chat page of mlxcel serve (headless Chromium, demo model)', () => {
   });
 
   it('asks for the API key of an --api-key server, retries on a wrong one, and keeps it for the tab', async () => {
-    const locked = await serveDemo(['--api-key', 'sesame-42']);
-    try {
-      const { page, errors, requests } = await openPage(locked.url);
-      const dialog = page.locator('#key-dialog');
-      await expect.poll(() => dialog.isVisible()).toBe(true);
-      await page.fill('#key-input', 'wrong');
-      await page.press('#key-input', 'Enter');
-      await expect.poll(() => page.textContent('#key-reason')).toMatch(/refused/);
-      await page.fill('#key-input', 'sesame-42');
-      await page.press('#key-input', 'Enter');
-      await expect.poll(() => page.textContent('#model-name')).toMatch(DEMO_ID);
-      await setSetting(page, 'max_tokens', '6');
-      await sendMessage(page, 'hi');
-      expect(await answerDone(page)).toMatch(/6 generated tokens/);
-      expect(requests).toHaveLength(1);
-      // Reloading the tab reuses the key from sessionStorage: no second prompt.
-      await page.reload();
-      await expect.poll(() => page.textContent('#model-name')).toMatch(DEMO_ID);
-      expect(await dialog.isVisible()).toBe(false);
-      expect(await page.evaluate(() => sessionStorage.getItem('mlxcel.apiKey'))).toBe('sesame-42');
-      expect(errors.filter((e) => !/status of 401/.test(e))).toEqual([]);
-    } finally {
-      await locked.stop();
-    }
+    expect((await fetch(`${locked.url}v1/models`)).status).toBe(401); // the API is locked; the page is not
+    const { page, errors, requests } = await openPage(locked.url);
+    const dialog = page.locator('#key-dialog');
+    await expect.poll(() => dialog.isVisible()).toBe(true);
+    await page.fill('#key-input', 'wrong');
+    await page.press('#key-input', 'Enter');
+    await expect.poll(() => page.textContent('#key-reason')).toMatch(/refused/);
+    await page.fill('#key-input', API_KEY);
+    await page.press('#key-input', 'Enter');
+    await expect.poll(() => page.textContent('#model-name')).toMatch(DEMO_ID);
+    await setSetting(page, 'max_tokens', '6');
+    await sendMessage(page, 'hi');
+    expect(await answerDone(page)).toMatch(/6 generated tokens/);
+    expect(requests).toHaveLength(1);
+    // Reloading the tab reuses the key from sessionStorage: no second prompt.
+    await page.reload();
+    await expect.poll(() => page.textContent('#model-name')).toMatch(DEMO_ID);
+    expect(await dialog.isVisible()).toBe(false);
+    expect(await page.evaluate(() => sessionStorage.getItem('mlxcel.apiKey'))).toBe(API_KEY);
+    expect(errors.filter((e) => !/status of 401/.test(e))).toEqual([]);
   });
 
   it('picks up conversations another tab changed', async () => {
@@ -282,12 +283,7 @@ describe('chat page of mlxcel serve (headless Chromium, demo model)', () => {
     await framer.goto('http://framer.test/');
     await expect.poll(() => framer.frames().length).toBe(2);
     await expect.poll(() => framer.frames()[1]!.url()).toBe('chrome-error://chromewebdata/');
-    const bare = await serveDemo(['--no-webui']);
-    try {
-      expect((await fetch(bare.url)).status).toBe(404);
-      expect((await fetch(`${bare.url}v1/models`)).status).toBe(200);
-    } finally {
-      await bare.stop();
-    }
+    expect((await fetch(bare.url)).status).toBe(404);
+    expect((await fetch(`${bare.url}v1/models`)).status).toBe(200);
   });
 });

@@ -65,6 +65,7 @@ describe('the page\'s error messages', () => {
     expect(describeError(400, { error: { message: 'too many tokens', code: 'context_length_exceeded' } }, null).message).toMatch(/too long for the model's context \(400\)/);
     expect(describeError(400, { error: { message: '"temperature" must be a number' } }, null).message).toBe('Request failed (400). Server said: "temperature" must be a number');
     expect(describeError(503, null, null).message).toMatch(/still loading \(503\)/);
+    expect(describeError(503, { error: { message: 'the server is shutting down', code: 'server_shutdown' } }, null).message).toMatch(/^The server is shutting down \(503\)/);
     expect(describeError(401, null, null).message).toMatch(/refused the API key/);
     expect(describeError(500, 'not json', null).message).toBe('Request failed (500).');
   });

@@ -29,6 +29,8 @@ export interface ServerInfo {
   contextLength: number | null;
   /** /health said the model is still loading (503). */
   loading: boolean;
+  /** /health said the server cannot answer for another reason (model failed to load, shutting down). */
+  unavailable: string | null;
 }
 
 export interface StreamCallbacks {
@@ -61,6 +63,8 @@ export function describeError(status: number, body: unknown, retryAfter: string 
     const wait = retryAfter && /^\d+$/.test(retryAfter) ? ` Try again in ${retryAfter} s.` : ' Try again shortly.';
     return new ApiError(status, `The server is busy (429 Too Many Requests).${wait}${detail}`, code);
   }
+  if (status === 503 && (code === 'server_shutdown' || /shutting down/i.test(message ?? '')))
+    return new ApiError(status, `The server is shutting down (503).${detail}`, code);
   if (status === 503) return new ApiError(status, `The model is still loading (503). Try again in a moment.${detail}`, code);
   if (status === 400 && (code === 'context_length_exceeded' || /context/i.test(message ?? '')))
     return new ApiError(status, `This conversation is too long for the model's context (400). Start a new chat or shorten the system prompt.${detail}`, code);
@@ -118,20 +122,24 @@ export class ApiClient {
    * reports stay null (an older server's /health is just {status: "ok"}).
    */
   async serverInfo(): Promise<ServerInfo> {
-    const info: ServerInfo = { model: null, modelId: null, contextLength: null, loading: false };
+    const info: ServerInfo = { model: null, modelId: null, contextLength: null, loading: false, unavailable: null };
     try {
       const h = await fetch('health');
-      if (h.status === 503) info.loading = true;
       const body = (await h.json().catch(() => null)) as Record<string, unknown> | null;
+      const status = body && typeof body.status === 'string' ? body.status : null;
+      if (h.status === 503) {
+        if (status === 'failed') info.unavailable = 'the model failed to load (see the server log)';
+        else if (status === 'shutting_down') info.unavailable = 'the server is shutting down';
+        else info.loading = true;
+      }
       if (body && typeof body === 'object') {
         info.model = stringField(body, MODEL_KEYS.filter((k) => k !== 'id'));
         info.contextLength = numberField(body, CONTEXT_KEYS);
-        if (body.status === 'loading') info.loading = true;
       }
     } catch {
       // no /health: /v1/models below may still answer
     }
-    if (info.loading) return info;
+    if (info.loading || info.unavailable) return info;
     const res = await this.authorized('v1/models');
     if (!res.ok) await ApiClient.fail(res);
     const list = (await res.json()) as { data?: Record<string, unknown>[] };

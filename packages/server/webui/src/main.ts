@@ -233,6 +233,10 @@ function stop(): void {
 async function loadServerInfo(): Promise<void> {
   try {
     server = await api.serverInfo();
+    if (server.unavailable) {
+      ui.modelName.textContent = `unavailable: ${server.unavailable}`;
+      return;
+    }
     if (server.loading) {
       ui.modelName.textContent = 'model loading…';
       setTimeout(() => void loadServerInfo(), 2000);
