@@ -156,8 +156,15 @@ describe('chat page of mlxcel serve (headless Chromium, demo model)', () => {
     expect(errors).toEqual([]);
 
     // Screenshots for the docs: desktop and phone width, light and dark.
+    // A fresh conversation with a fixed seed, so the screenshots change little from run to run.
     mkdirSync(SCREENSHOTS, { recursive: true });
+    await page.click('#new-chat');
     await page.fill('#system-prompt', 'You are a concise assistant.');
+    await setSetting(page, 'seed', '1');
+    await setSetting(page, 'max_tokens', '48');
+    await sendMessage(page, 'Write a haiku about the sea.');
+    await answerDone(page);
+    await page.locator('#input').blur();
     for (const scheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme: scheme });
       await page.setViewportSize({ width: 1280, height: 800 });
