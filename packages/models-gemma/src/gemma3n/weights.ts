@@ -3,6 +3,7 @@
  * gemma-common.md §9). KV-shared layers load only q_proj / q_norm / o_proj: their k/v weights are
  * unused, so checkpoints with or without them load alike.
  */
+import { ConfigReader } from '@mlxcel/models-core';
 import type { Embedding, Linear, RMSNorm, WeightStore } from '@mlxcel/tensor';
 import { GemmaAttention, type SharedQueryOffset } from '../common/attention.js';
 import { GemmaMLP } from '../common/mlp.js';
@@ -64,14 +65,14 @@ export function loadGemma3nWeights(
   );
   const altupProjections = Array.from({ length: K - 1 }, (_, k) => ld.linear(`altup_projections.${k}`, [H, H]));
   const altupUnembed = Array.from({ length: K - 1 }, (_, k) => ld.linear(`altup_unembed_projections.${k}`, [H, H]));
-  const ropes = ropeTables(config, cfg.layerTypes, cfg.layerTypes.map(() => hd));
+  const ropes = ropeTables(new ConfigReader(config, cfg.modelType, { textConfig: true }), cfg.layerTypes, cfg.layerTypes.map(() => hd));
 
   const layers = cfg.layerTypes.map((type, l): Gemma3nLayer => {
     const p = `layers.${l}.`;
     const shared = cfg.kvSources[l] !== l;
     const I = cfg.intermediateSizes[l]!;
     const attn = new GemmaAttention(
-      { nHeads: nh, nKvHeads: nkv, headDim: hd, window: type === 'sliding_attention' ? cfg.slidingWindow : 0, eps },
+      { nHeads: nh, nKvHeads: nkv, headDim: hd, scale: 1, window: type === 'sliding_attention' ? cfg.slidingWindow : null, eps },
       {
         q: ld.linear(`${p}self_attn.q_proj`, [nh * hd, H]),
         o: ld.linear(`${p}self_attn.o_proj`, [H, nh * hd]),
@@ -81,6 +82,7 @@ export function loadGemma3nWeights(
         v: shared ? null : ld.linear(`${p}self_attn.v_proj`, [nkv * hd, H]),
       },
       ropes.get(type)!,
+      l,
       shared,
       opts.sharedQueryOffset,
     );
