@@ -9,7 +9,7 @@
  */
 import * as native from '@mlxcel/core-native';
 import { MemoryWeights, QuantizedWeight, Tensor, type QuantParams, type WeightStore } from '@mlxcel/tensor';
-import type { FloatDType } from './random.js';
+import type { FloatDType } from '@mlxcel/models-core';
 
 export interface ConvertOptions {
   /** Storage of float tensors (and of quantization scales/biases); default: keep each tensor's dtype. */

@@ -3,7 +3,8 @@
  * Keys keep their config.json names; defaults are the HF Phi3Config ones.
  */
 import type { RopeSpec } from '@mlxcel/rope';
-import { ConfigReader, checkModelType, headGeometry } from '../common/config.js';
+import { ConfigReader } from '@mlxcel/models-core';
+import { headGeometry } from '../common/config.js';
 
 export interface Phi3Config {
   model_type: 'phi3';
@@ -37,7 +38,7 @@ export interface Phi3ConfigOptions {
 
 export function parsePhi3Config(raw: Record<string, unknown>, opts: Phi3ConfigOptions = {}): Phi3Config {
   const r = new ConfigReader(raw, 'phi3');
-  checkModelType(r, 'phi3');
+  r.modelType(['phi3']);
   const hidden = r.int('hidden_size');
   const geo = headGeometry(r, hidden, { headDimKey: true });
   const hidden_act = r.oneOf('hidden_act', ['silu'] as const, 'silu');

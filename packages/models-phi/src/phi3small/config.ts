@@ -3,7 +3,8 @@
  * config.json names; derived values (head_dim, the MLP width, the attention scale) are resolved here.
  */
 import type { RopeSpec } from '@mlxcel/rope';
-import { ConfigReader, checkModelType, headGeometry } from '../common/config.js';
+import { ConfigReader } from '@mlxcel/models-core';
+import { headGeometry } from '../common/config.js';
 
 export interface Phi3SmallConfig {
   model_type: 'phi3small';
@@ -38,7 +39,7 @@ export interface Phi3SmallConfig {
 
 export function parsePhi3SmallConfig(raw: Record<string, unknown>, opts: { longropePolicy?: 'hf' | 'long-only' } = {}): Phi3SmallConfig {
   const r = new ConfigReader(raw, 'phi3small');
-  checkModelType(r, 'phi3small');
+  r.modelType(['phi3small']);
   const H = r.int('hidden_size');
   const geo = headGeometry(r, H);
   const hidden_act = r.oneOf('hidden_act', ['gegelu'] as const, 'gegelu');

@@ -4,7 +4,8 @@
  * differ from mlx-lm's (phimoe.md §9).
  */
 import type { RopeSpec } from '@mlxcel/rope';
-import { ConfigReader, checkModelType, headGeometry } from '../common/config.js';
+import { ConfigReader } from '@mlxcel/models-core';
+import { headGeometry } from '../common/config.js';
 
 export interface PhiMoEConfig {
   model_type: 'phimoe';
@@ -41,7 +42,7 @@ export interface PhiMoEConfigOptions {
 
 export function parsePhiMoEConfig(raw: Record<string, unknown>, opts: PhiMoEConfigOptions = {}): PhiMoEConfig {
   const r = new ConfigReader(raw, 'phimoe');
-  checkModelType(r, 'phimoe');
+  r.modelType(['phimoe']);
   const H = r.int('hidden_size');
   const geo = headGeometry(r, H, { headDimKey: true });
   const hidden_act = r.oneOf('hidden_act', ['silu'] as const, 'silu');
