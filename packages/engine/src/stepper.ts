@@ -1,22 +1,17 @@
 /**
  * The per-token half of a generation, shared by generate() and the batch scheduler: sampling (with the
  * model's suppressed ids), EOS, streaming detokenization, stop strings held back until they resolve,
- * the token budget and the context limit. Feed it the logits of the last position; it says what to emit
- * and which token to run through the model next (null when the sequence has finished).
+ * the token budget and the context limit. It never runs the model: feed `step()` the logits of the
+ * last position; it says what to emit and which token the caller should run through the model next
+ * (null when the sequence has finished).
  */
 import type { SequenceState } from '@mlxcel/tensor';
 import { StreamingDetokenizer } from './detokenize.js';
 import { MlxcelError } from './errors.js';
-import type { GenerateOptions, GeneratedToken, GenerationStats } from './generate.js';
+import type { GenerateOptions, GeneratedToken, GenerationStats, StepResult } from './types.js';
 import type { LoadedModel } from './load.js';
 import { Sampler } from './sampling/index.js';
 import { StopMatcher } from './stop.js';
-
-export interface StepResult {
-  items: GeneratedToken[];
-  /** The token to feed next, or null when the sequence has finished (see `finish`). */
-  next: number | null;
-}
 
 export class TokenStepper {
   generated = 0;

@@ -130,3 +130,26 @@ export function gatherRows(x: Float32Array, width: number, rows: Int32Array): Fl
   for (let i = 0; i < rows.length; i++) out.set(x.subarray(rows[i]! * width, (rows[i]! + 1) * width), i * width);
   return out;
 }
+
+/**
+ * The part of a prompt's embedding overrides that falls in the chunk [start, start + len), with rows
+ * re-based to the chunk (for chunked multimodal prefill: overrides index the ids of one forward call).
+ */
+export function overridesForChunk(
+  o: { rows: Int32Array; values: Float32Array }, start: number, len: number,
+): { rows: Int32Array; values: Float32Array } | undefined {
+  if (o.rows.length === 0) return undefined;
+  const H = o.values.length / o.rows.length;
+  const keep: number[] = [];
+  o.rows.forEach((r, i) => {
+    if (r >= start && r < start + len) keep.push(i);
+  });
+  if (keep.length === 0) return undefined;
+  const rows = new Int32Array(keep.length);
+  const values = new Float32Array(keep.length * H);
+  keep.forEach((i, j) => {
+    rows[j] = o.rows[i]! - start;
+    values.set(o.values.subarray(i * H, (i + 1) * H), j * H);
+  });
+  return { rows, values };
+}

@@ -7,7 +7,7 @@
 export { ModelConfigError, type ConfigErrorCode } from './errors.js';
 export { ConfigReader, isObject, type Json } from './config.js';
 export {
-  checkBatch, layoutRows, outputRows, gatherRows,
+  checkBatch, layoutRows, outputRows, gatherRows, overridesForChunk,
   type BatchContext, type CheckedInput, type SeqFeed, type SeqRows, type BatchLayout,
 } from './batch.js';
 export { attendBatch, type AttentionGeometry, type AttendRows, type MaskBuilder } from './attention.js';

@@ -18,7 +18,7 @@ export { parseGemma3nConfig, type Gemma3nConfig } from './gemma3n/config.js';
 export { GemmaState } from './common/state.js';
 export type { GemmaForwardInput, GemmaLayout } from './common/batch.js';
 export { alignPerLayerInputs } from './common/ple.js';
-export { overridesForChunk } from './common/embed.js';
+export { overridesForChunk } from '@mlxcel/models-core';
 export { ModelConfigError } from '@mlxcel/models-core';
 export type { LayerType } from './common/layer-types.js';
 export type { SharedQueryOffset, GemmaLoadOptions } from './common/attention.js';
