@@ -119,7 +119,7 @@ describe('layer_types', () => {
   });
 });
 
-describe('KV heads and k_eq_v (gemma4.md §6.2)', () => {
+describe('KV heads and k_eq_v (docs/architecture/gemma4.md §6.2)', () => {
   const base = readConfig(fixtureDir('gemma4-tiny-dense'));
   it('num_global_key_value_heads applies to full layers even without attention_k_eq_v', () => {
     const c = parseGemma4Config(text(base, { num_global_key_value_heads: 2, num_key_value_heads: 1 }));

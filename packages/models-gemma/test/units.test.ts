@@ -5,7 +5,7 @@ import { gaussianTopK } from '../src/common/mlp.js';
 import { loadFixture, maxAbsDiff } from './helpers.js';
 
 describe('normalQuantile', () => {
-  it('Φ⁻¹(0.95) = 1.6448536269514722 (gemma3n.md §7.3), symmetric, and exact at the center', () => {
+  it('Φ⁻¹(0.95) = 1.6448536269514722 (docs/architecture/gemma3n.md §7.3), symmetric, and exact at the center', () => {
     expect(Math.abs(normalQuantile(0.95) - 1.6448536269514722)).toBeLessThan(1e-13);
     expect(Math.abs(normalQuantile(0.05) + 1.6448536269514722)).toBeLessThan(1e-13);
     expect(Math.abs(normalQuantile(0.975) - 1.959963984540054)).toBeLessThan(1e-13);

@@ -1,5 +1,5 @@
 /**
- * Every real config of these families (fixtures/configs, copied from /work/shared/configs) parses to
+ * Every real config of these families (fixtures/configs, the released config.json files) parses to
  * the documented values, and a random-weight model at its real shapes — fewer layers — runs one
  * forward. The two `.partial.json` files lack keys and must fail with an error naming one; the
  * Phi-3.5-MoE one is also run after completing it with the values the configs README lists as seen in

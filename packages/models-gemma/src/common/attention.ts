@@ -1,7 +1,7 @@
 /**
  * Gemma 3n / Gemma 4 self-attention (huggingface/transformers `models/gemma3n/modeling_gemma3n.py`
  * `Gemma3nTextAttention.forward`, `models/gemma4/modeling_gemma4.py` `Gemma4TextAttention.forward`;
- * docs/architecture/gemma.md, "Attention"):
+ * docs/architecture/gemma3n.md §8):
  *   q = RoPE(q_norm(q_proj x)), k = RoPE(k_norm(k_proj x)), v = RMS0(v_proj x)  (per head, over head_dim)
  *   scores = q·kᵀ with scale 1.0, no softcap, softmax in f32, GQA; sliding layers see `window` keys.
  * With `attention_k_eq_v` (Gemma 4 full layers) there is no v_proj and v = RMS0(k_proj x), the raw key
@@ -16,7 +16,7 @@ import type { GemmaLayout } from './batch.js';
 /**
  * Where a KV-shared layer's query positions come from. 'forward-start' (correct, HF): p0 + i with p0
  * read once before the layer loop. 'owner-cache' reproduces the mlx-lm / mlx-vlm Gemma 3n bug (the
- * owner's offset, already advanced by this forward; docs/architecture/gemma.md, "KV sharing"); it
+ * owner's offset, already advanced by this forward; docs/architecture/gemma3n.md §10); it
  * exists only so the invariance tests can show that they catch it. Never use it otherwise.
  */
 export type SharedQueryOffset = 'forward-start' | 'owner-cache';

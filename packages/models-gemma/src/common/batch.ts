@@ -14,7 +14,7 @@ export interface GemmaForwardInput extends Omit<ForwardInput, 'ids'> {
    * Precomputed per-layer-input token component [rows, num_hidden_layers · hidden_size_per_layer_input]
    * (already multiplied by sqrt(P)), as a multimodal front-end computes it next to the embeddings.
    * Row 0 belongs to absolute position `firstPosition` (default: this sequence's offset at this call).
-   * It is aligned to this call's rows (docs/architecture/gemma.md, "Multimodal rows"): rows past its end
+   * It is aligned to this call's rows (docs/architecture/gemma3n.md §13): rows past its end
    * are zero (a padded prefill), extra rows are ignored (a chunk of a longer prompt), and with an exact
    * match it is used as is.
    */
@@ -30,6 +30,6 @@ export function layoutGemmaBatch(
 ): GemmaLayout {
   const checked = checkBatch(batch as readonly ForwardInput[], { ...ctx, acceptsEmbeddingOverrides: true });
   // p0 = the state's offset, read ONCE here before the layer loop: KV-shared layers must not read the
-  // owner cache's offset, which the owner's update has already advanced (docs/architecture/gemma.md).
+  // owner cache's offset, which the owner's update has already advanced (docs/architecture/gemma3n.md §10).
   return layoutRows(checked.map((c) => ({ state: c.state, input: c.input as GemmaForwardInput, fed: c.ids, p0: c.state.offset, newLen: c.ids.length })));
 }

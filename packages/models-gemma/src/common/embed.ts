@@ -1,7 +1,7 @@
 /**
  * Token embeddings and the multimodal hook. e_i = embed_tokens[id_i] · sqrt(H) (HF
- * `Gemma3nTextScaledWordEmbedding`), with sqrt(H) rounded once to f32 (docs/architecture/gemma.md,
- * "Embeddings"); rows listed in `embeddingOverrides` are then replaced by the front-end's values, which
+ * `Gemma3nTextScaledWordEmbedding`), with sqrt(H) rounded once to f32 (docs/architecture/gemma-common.md §6);
+ * rows listed in `embeddingOverrides` are then replaced by the front-end's values, which
  * are NOT scaled. Token ids were range-checked by models-core `checkBatch`.
  */
 import { MlxcelError, ops, type Embedding } from '@mlxcel/tensor';

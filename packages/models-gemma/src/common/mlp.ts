@@ -8,7 +8,7 @@ import { normalQuantile } from './normal-quantile.js';
 /**
  * Gaussian top-k in place over rows of width `dim`: g ← max(g − (μ + σ·z), 0) with σ the POPULATION
  * std (ddof 0, as HF `unbiased=False`; llama.cpp's N−1 is wrong) and z = Φ⁻¹(s) in full precision
- * (engine policy: f32 activations use exact constants; docs/architecture/gemma.md, "MLP").
+ * (engine policy: f32 activations use exact constants; docs/architecture/gemma3n.md §7.3).
  */
 export function gaussianTopK(g: Float32Array, dim: number, z: number): void {
   const rows = g.length / dim;

@@ -1,6 +1,6 @@
 /**
  * Per-layer inputs (PLE), Gemma 3n and Gemma 4 E-series (HF `Gemma3nTextModel.get_per_layer_inputs` /
- * `project_per_layer_inputs`; docs/architecture/gemma.md, "Per-layer inputs"):
+ * `project_per_layer_inputs`; docs/architecture/gemma3n.md §5):
  *   tok[i]  = embed_tokens_per_layer[id'_i] · sqrt(P)       id' = id if 0 ≤ id < vocab_size_per_layer_input, else 0;
  *                                                           multimodal (overridden) rows use id 0
  *   proj[i] = RMSNorm_{per_layer_projection_norm}( (e_i · W_plmᵀ) · H^−0.5 ) per P-slice, e = final embedding rows
@@ -18,7 +18,7 @@ export interface PleDims {
 }
 
 /**
- * Aligns a precomputed token component to a call's rows (docs/architecture/gemma.md, "Multimodal rows"): rows [skip, skip + L) of
+ * Aligns a precomputed token component to a call's rows (docs/architecture/gemma3n.md §13): rows [skip, skip + L) of
  * `values`, zero rows where `values` ends early (a right-padded prefill), the same array (no copy)
  * when it matches exactly, a zero-copy view when it is longer.
  */

@@ -1,6 +1,6 @@
 /**
  * RoPE tables per layer type, from @mlxcel/rope (which owns every frequency rule: Gemma 3n local /
- * global bases, Gemma 4 proportional RoPE on full layers; docs/architecture/gemma.md, "RoPE").
+ * global bases, Gemma 4 proportional RoPE on full layers; docs/architecture/gemma-common.md §5).
  */
 import type { ConfigReader, Json } from '@mlxcel/models-core';
 import { RopeTable } from '@mlxcel/rope';

@@ -1,5 +1,5 @@
 /**
- * Gemma 3n text config (`gemma3n` → `text_config`, or top-level `gemma3n_text`), gemma3n.md §1.
+ * Gemma 3n text config (`gemma3n` → `text_config`, or top-level `gemma3n_text`), docs/architecture/gemma3n.md §1.
  */
 import { ConfigReader, type Json } from '@mlxcel/models-core';
 import { kvSources, normalizeLayerTypes, type LayerType } from '../common/layer-types.js';
@@ -34,7 +34,7 @@ export interface Gemma3nConfig {
   tieWordEmbeddings: boolean;
 }
 
-/** HF default when `layer_types` is absent: full iff (i + 1) % 5 == 0 (gemma3n.md §1). */
+/** HF default when `layer_types` is absent: full iff (i + 1) % 5 == 0 (docs/architecture/gemma3n.md §1). */
 function defaultTypes(n: number): LayerType[] {
   return Array.from({ length: n }, (_, i) => ((i + 1) % 5 === 0 ? 'full_attention' : 'sliding_attention'));
 }
@@ -54,7 +54,7 @@ export function parseGemma3nConfig(config: Json): Gemma3nConfig {
   if (act !== undefined && act !== null && act !== 'gelu_pytorch_tanh')
     c.fail('hidden_activation', `= ${JSON.stringify(act)} is not supported (only gelu_pytorch_tanh)`, 'E_CONFIG_UNSUPPORTED');
 
-  // HF default: the first 10 layers 0.95 when there are more than 10 layers (gemma3n.md §1).
+  // HF default: the first 10 layers 0.95 when there are more than 10 layers (docs/architecture/gemma3n.md §1).
   const sparsity = c.has('activation_sparsity_pattern')
     ? c.numList('activation_sparsity_pattern', numLayers)
     : Array.from({ length: numLayers }, (_, i) => (numLayers > 10 && i < 10 ? 0.95 : 0));

@@ -1,7 +1,7 @@
 /**
  * The Gemma 3n text model, the whole forward pass in one place (huggingface/transformers
  * `models/gemma3n/modeling_gemma3n.py`: `Gemma3nTextModel.forward`, `Gemma3nTextDecoderLayer.forward`;
- * docs/architecture/gemma3n.md):
+ * docs/architecture/gemma3n.md §3):
  *   embed → per-layer inputs → AltUp expand to K streams → every decoder layer → AltUp collapse
  * then models-core's LmHead: final norm → tied head → soft-cap. Serves `gemma3n` (multimodal
  * checkpoints; towers ignored, multimodal rows arrive as embedding overrides) and `gemma3n_text`.

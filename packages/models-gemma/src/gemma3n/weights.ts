@@ -1,6 +1,6 @@
 /**
- * Gemma 3n text-tower weights (canonical names of gemma3n.md §2, under any prefix of
- * gemma-common.md §9). KV-shared layers load only q_proj / q_norm / o_proj: their k/v weights are
+ * Gemma 3n text-tower weights (canonical names of docs/architecture/gemma3n.md §2, under any prefix of
+ * docs/architecture/gemma-common.md §9). KV-shared layers load only q_proj / q_norm / o_proj: their k/v weights are
  * unused, so checkpoints with or without them load alike.
  */
 import { ConfigReader } from '@mlxcel/models-core';
@@ -40,7 +40,7 @@ export interface Gemma3nWeights {
   tally: TowerLoader['tally'];
 }
 
-/** Clamp to ±clip (gemma3n.md §7.1: both coefficient matrices, once at load). */
+/** Clamp to ±clip (docs/architecture/gemma3n.md §7.1: both coefficient matrices, once at load). */
 function clamp(w: Float32Array, clip: number | null): Float32Array {
   if (clip === null) return w;
   for (let i = 0; i < w.length; i++) w[i] = Math.min(clip, Math.max(-clip, w[i]!));

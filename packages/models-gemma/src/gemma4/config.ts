@@ -1,5 +1,5 @@
 /**
- * Gemma 4 text config (`gemma4` → `text_config`, or top-level `gemma4_text`), gemma4.md §2–§3.
+ * Gemma 4 text config (`gemma4` → `text_config`, or top-level `gemma4_text`), docs/architecture/gemma4.md §2–§3.
  * Released configs specify every key; a missing required key is an error rather than either
  * library's (conflicting) default.
  */

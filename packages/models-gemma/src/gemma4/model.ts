@@ -1,7 +1,7 @@
 /**
  * The Gemma 4 text model, the whole forward pass in one place (huggingface/transformers
  * `models/gemma4/modeling_gemma4.py`: `Gemma4TextModel.forward`, `Gemma4TextDecoderLayer.forward`;
- * docs/architecture/gemma4.md):
+ * docs/architecture/gemma4.md §8):
  *   embed → [per-layer inputs] → every decoder layer
  * then models-core's LmHead: final norm → head → soft-cap. Serves `gemma4` (multimodal checkpoints;
  * towers ignored, multimodal rows arrive as embedding overrides) and `gemma4_text`; dense, MoE and

@@ -1,5 +1,5 @@
 /**
- * Gemma 4 text-tower weights (gemma4.md §6–§9, prefixes of gemma-common.md §9). KV-shared layers
+ * Gemma 4 text-tower weights (docs/architecture/gemma4.md §6–§9, prefixes of docs/architecture/gemma-common.md §9). KV-shared layers
  * load only q_proj / q_norm / o_proj (their k/v weights may or may not be in the file, §7); full
  * layers with attention_k_eq_v have no v_proj.
  */

@@ -4,7 +4,7 @@
  *
  * The LongRoPE regime is decided per sequence from its total length after the step, or from
  * `totalLength` when the caller says how long the prompt being prefilled in chunks will be
- * (docs/architecture/phi.md, "LongRoPE regime"). When the regime of the cached keys differs from the
+ * (docs/architecture/phi3.md §4.4). When the regime of the cached keys differs from the
  * one this step needs, the whole sequence is re-encoded: its caches are dropped and its stored ids are
  * fed again in front of the new ones (what HF's `prepare_inputs_for_generation` does at the crossing);
  * only the new rows' logits are returned (`newLen`).

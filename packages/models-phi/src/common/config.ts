@@ -4,7 +4,7 @@
  */
 import type { ConfigReader } from '@mlxcel/models-core';
 
-/** Attention head geometry common to the family: nH % nKV == 0 and D = head_dim ?? H / nH (docs/architecture/phi.md, "Config"). */
+/** Attention head geometry common to the family: nH % nKV == 0 and D = head_dim ?? H / nH (docs/architecture/phi3.md §1). */
 export function headGeometry(r: ConfigReader, hidden: number, opts: { headDimKey?: boolean } = {}): { nHeads: number; nKvHeads: number; headDim: number } {
   const nHeads = r.int('num_attention_heads');
   const nKvHeads = r.int('num_key_value_heads', { default: nHeads });

@@ -1,7 +1,7 @@
 /**
  * The Phi-3 / Phi-3.5-mini / Phi-4-mini model, the whole forward pass in one place
  * (huggingface/transformers `models/phi3/modeling_phi3.py`: `Phi3Model.forward`,
- * `Phi3DecoderLayer.forward`; docs/architecture/phi.md):
+ * `Phi3DecoderLayer.forward`; docs/architecture/phi3.md §3):
  *   embed → every pre-RMSNorm decoder layer (fused qkv, GQA attention with (partial) RoPE — LongRoPE
  *   short/long tables chosen per sequence —, fused gate_up SwiGLU MLP)
  * then models-core's LmHead: final RMSNorm → untied or tied head. No biases, no scaling of embeddings

@@ -1,7 +1,7 @@
 /**
  * The Phi-3-small model, the whole forward pass in one place (microsoft/Phi-3-small-8k-instruct
  * `modeling_phi3_small.py` on the Hugging Face Hub: `Phi3SmallModel.forward`,
- * `Phi3SmallDecoderLayer.forward`; docs/architecture/phi.md):
+ * `Phi3SmallDecoderLayer.forward`; docs/architecture/phi3small.md §3):
  *   embed × mup_embedding_multiplier → every pre-LayerNorm decoder layer (biased grouped QKV, dense or
  *   block-sparse attention (HF layer rule) with scale mup_attn_multiplier / D under muP, GeGELU MLP)
  * then models-core's LmHead: final LayerNorm → tied head → ÷ mup_width_multiplier. Logits stay raw:
@@ -49,7 +49,7 @@ export class Phi3SmallModel extends PhiModelBase {
     this.cfg = cfg;
     this.w = w;
     this.dummy = dummyTokenIds(cfg.vocab_size);
-    // muP: scale = mup_attn_multiplier / D, not 1/sqrt(D) (phi3small.md §4).
+    // muP: scale = mup_attn_multiplier / D, not 1/sqrt(D) (docs/architecture/phi3small.md §4).
     this.geom = {
       nHeads: cfg.num_attention_heads, nKvHeads: cfg.num_key_value_heads, headDim: cfg.head_dim,
       scale: cfg.mup_use_scaling ? cfg.mup_attn_multiplier / cfg.head_dim : 1 / Math.sqrt(cfg.head_dim),

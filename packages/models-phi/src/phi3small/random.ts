@@ -1,4 +1,4 @@
-/** Random Phi-3-small weights in the HF / mlx-community layout at a config's shapes (phi3small.md §2). */
+/** Random Phi-3-small weights in the HF / mlx-community layout at a config's shapes (docs/architecture/phi3small.md §2). */
 import { configDType, initBias, initFanIn, initNorm, RandomWeights, type RandomWeightOptions } from '@mlxcel/models-core';
 import { parsePhi3SmallConfig } from './config.js';
 

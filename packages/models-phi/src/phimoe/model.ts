@@ -1,7 +1,7 @@
 /**
  * The PhiMoE (Phi-3.5-MoE) model, the whole forward pass in one place (huggingface/transformers
  * `models/phimoe/modeling_phimoe.py`: `PhimoeModel.forward`, `PhimoeDecoderLayer.forward`,
- * `PhimoeSparseMoeBlock.forward`; docs/architecture/phi.md):
+ * `PhimoeSparseMoeBlock.forward`; docs/architecture/phimoe.md §4):
  *   embed → every pre-LayerNorm decoder layer (biased q/k/v/o attention with LongRoPE and explicit
  *   mscales; sparse MoE block: router logits → sparsemixer (top-2 with per-round threshold masks;
  *   weights used as they are, NOT renormalised) → SwitchGLU experts → residual)

@@ -1,5 +1,5 @@
 /**
- * Random PhiMoE weights at a config's shapes (phimoe.md §3): the HF per-expert layout for float
+ * Random PhiMoE weights at a config's shapes (docs/architecture/phimoe.md §3): the HF per-expert layout for float
  * weights; with `quantize`, the mlx-community layout (experts stacked as switch_mlp.{gate,up,down}_proj,
  * router and every Linear/Embedding quantized, float `.bias` kept next to `.biases`).
  */
