@@ -4,7 +4,7 @@
  * the next token of every sequence that is decoding, so each weight is streamed from memory once per
  * step for all of them (decode is bound by memory bandwidth: a batch of 4 costs about what 1 costs).
  * Requests join and leave between steps; each keeps its own KV state, sampler, stop strings and token
- * budget (TokenStepper), so a request's tokens are the ones generate() would give it alone.
+ * budget (TokenEmitter), so a request's tokens are the ones generate() would give it alone.
  *
  *   const scheduler = new BatchScheduler(loaded, { maxBatch: 8 });
  *   for await (const t of scheduler.submit('Hi', { maxTokens: 64 })) process.stdout.write(t.text);
@@ -95,7 +95,7 @@ export class BatchedGeneration implements AsyncIterable<GeneratedToken> {
   }
 }
 
-/** An admitted request: its session (ids, state, stepper, prefill) and where it stands. */
+/** An admitted request: its session (ids, state, emitter, prefill) and where it stands. */
 interface Active extends Session {
   gen: BatchedGeneration;
   opts: GenerateOptions;
@@ -164,12 +164,12 @@ export class BatchScheduler {
     }
   }
 
-  /** Ends aborted / cancelled requests and those the stepper finished. */
+  /** Ends aborted / cancelled requests and those the emitter finished. */
   private dropFinished(): void {
     for (let i = this.active.length - 1; i >= 0; i--) {
       const a = this.active[i]!;
       if (a.opts.signal?.aborted || a.gen.cancelled) {
-        a.stepper.abort();
+        a.emitter.abort();
         this.finish(i);
       }
     }
@@ -178,7 +178,7 @@ export class BatchScheduler {
   private finish(i: number): void {
     const a = this.active[i]!;
     this.active.splice(i, 1);
-    a.gen.end(a.stepper.stats(a.ids.length, a.t0, a.prefillMs, performance.now()));
+    a.gen.end(a.emitter.stats(a.ids.length, a.t0, a.prefillMs, performance.now()));
   }
 
   private fail(a: Active, e: unknown): void {
@@ -213,7 +213,7 @@ export class BatchScheduler {
       const logits = a.logits;
       a.logits = null;
       try {
-        const { items, next } = a.stepper.hasBudget ? a.stepper.step(logits) : { items: [], next: null };
+        const { items, next } = a.emitter.hasBudget ? a.emitter.emit(logits) : { items: [], next: null };
         a.gen.push(items);
         if (next === null) this.finish(i);
         else a.next = next;

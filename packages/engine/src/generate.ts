@@ -58,20 +58,20 @@ export class Generation implements AsyncIterable<GeneratedToken> {
 
   private async *run(): AsyncGenerator<GeneratedToken> {
     const { loaded, opts } = this;
-    const { ids, state, stepper, prefill: promptPrefill } = openSession(loaded, this.prompt, opts);
+    const { ids, state, emitter, prefill: promptPrefill } = openSession(loaded, this.prompt, opts);
     this.state = state;
     const t0 = performance.now();
     let logits = promptPrefill.runAll(opts.onPrefillProgress);
     const tPrefill = performance.now();
-    while (stepper.hasBudget) {
-      if (opts.signal?.aborted) { stepper.abort(); break; }
-      const { items, next } = stepper.step(logits);
+    while (emitter.hasBudget) {
+      if (opts.signal?.aborted) { emitter.abort(); break; }
+      const { items, next } = emitter.emit(logits);
       for (const item of items) yield item;
       if (next === null) break;
       logits = decodeOne(loaded.model, state, next);
       await yieldToLoop();
     }
-    this.resolveStats(stepper.stats(ids.length, t0, tPrefill - t0, performance.now()));
+    this.resolveStats(emitter.stats(ids.length, t0, tPrefill - t0, performance.now()));
   }
 }
 

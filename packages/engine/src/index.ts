@@ -8,7 +8,7 @@ export {
   type Session, type PromptPrefillOptions,
 } from './session.js';
 export { StopMatcher } from './stop.js';
-export { TokenStepper } from './stepper.js';
+export { TokenEmitter } from './token-emitter.js';
 export { BatchScheduler, BatchedGeneration, type SchedulerOptions } from './batch.js';
 export { traceModel, writeTrace, compareTraces, perplexity, type TraceOptions, type TraceResult, type TraceComparison, type TensorComparison } from './trace.js';
 export { randomModel, shrinkLayers, ensureDemoModel, defaultCacheDir, type RandomModelOptions } from './random.js';

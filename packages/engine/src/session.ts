@@ -1,6 +1,6 @@
 /**
  * The session core shared by generate(), the BatchScheduler and trace: request setup (prompt ids,
- * sequence state, context check, the per-token stepper, the prefill chunk) and the chunked-prefill
+ * sequence state, context check, the per-token emitter, the prefill chunk) and the chunked-prefill
  * loop. Each caller drives the same pieces its own way — generate() prefills to the end then decodes,
  * the scheduler interleaves one chunk per step with the other sequences' decode, trace keeps every
  * row's logits — so a request gives the same tokens whichever way it runs.
@@ -10,7 +10,7 @@ import type { ForwardInput, ForwardOptions, LanguageModel, SequenceState } from 
 import { buildPrompt, type ChatMessage } from './chat/index.js';
 import { MlxcelError } from './errors.js';
 import type { LoadedModel } from './load.js';
-import { TokenStepper } from './stepper.js';
+import { TokenEmitter } from './token-emitter.js';
 import type { GenerateOptions, PromptInput } from './types.js';
 
 export const DEFAULT_PREFILL_CHUNK = 2048;
@@ -108,11 +108,11 @@ export function decodeOne(model: LanguageModel, state: SequenceState, token: num
   return out.subarray(out.length - model.vocabSize);
 }
 
-/** A request made ready to run: prompt ids, its state, the per-token stepper and the prompt's prefill. */
+/** A request made ready to run: prompt ids, its state, the per-token emitter and the prompt's prefill. */
 export interface Session {
   ids: Int32Array;
   state: SequenceState;
-  stepper: TokenStepper;
+  emitter: TokenEmitter;
   prefill: PromptPrefill;
 }
 
@@ -123,7 +123,7 @@ export function openSession(loaded: LoadedModel, prompt: PromptInput, opts: Gene
   if (ids.length === 0) throw new MlxcelError('PROMPT_EMPTY', 'the prompt has no tokens');
   const state = opts.state ?? model.newState({ kvCache: opts.kvCache });
   checkContext(model, state, ids.length);
-  const stepper = new TokenStepper(loaded, ids, opts, state);
+  const emitter = new TokenEmitter(loaded, ids, opts, state);
   const prefill = new PromptPrefill(model, state, ids, { chunk: prefillChunkFor(model, opts), overrides: opts.embeddingOverrides });
-  return { ids, state, stepper, prefill };
+  return { ids, state, emitter, prefill };
 }

@@ -1,6 +1,6 @@
 /**
  * The public types of a generation, in their own module so that generate.ts, the session core, the
- * stepper and the batch scheduler all import them from here (no import cycle between them).
+ * token emitter and the batch scheduler all import them from here (no import cycle between them).
  */
 import type { ForwardInput, SequenceState } from '@mlxcel/tensor';
 import type { ChatMessage } from './chat/index.js';
@@ -50,6 +50,6 @@ export type PromptInput = string | readonly ChatMessage[] | ArrayLike<number>;
 /** What one sampled token produced: the items to emit and the token to feed next. */
 export interface StepResult {
   items: GeneratedToken[];
-  /** The token to feed next, or null when the sequence has finished (see `TokenStepper.finish`). */
+  /** The token to feed next, or null when the sequence has finished (see `TokenEmitter.finish`). */
   next: number | null;
 }

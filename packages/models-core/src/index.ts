@@ -13,7 +13,7 @@ export {
 export { attendBatch, type AttentionGeometry, type AttendRows, type MaskBuilder } from './attention.js';
 export { buildLayerCaches, cacheSpecOf, type LayerCacheSpec } from './caches.js';
 export { LmHead, type LmHeadOptions, type RowNorm } from './head.js';
-export { DecoderModel, layerOutputName, EMBEDDINGS_NAME, type HiddenStateTap, type ModelIdentity } from './model.js';
+export { DecoderModel, runLayers, layerOutputName, EMBEDDINGS_NAME, type HiddenStateTap, type ModelIdentity } from './model.js';
 export {
   RandomWeights, configDType, withQuantization, initLinear, initFanIn, initNorm, initOnes, initBias,
   type RandomWeightOptions, type FloatDType, type Init,

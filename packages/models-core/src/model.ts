@@ -20,6 +20,22 @@ export type HiddenStateTap = (name: string, values: Float32Array, width: number)
 export const layerOutputName = (l: number): string => `hidden_states.${l}`;
 export const EMBEDDINGS_NAME = 'embeddings';
 
+/**
+ * The layer loop of every forward file: `layer(l, x)` for l = 0 … numLayers − 1 in order, the residual
+ * tapped as `hidden_states.<l>` after each (`view` picks the [rows, width] tensor to tap — Gemma 3n's
+ * active AltUp stream).
+ */
+export function runLayers<X>(
+  x: X, numLayers: number, layer: (l: number, x: X) => X, tap: HiddenStateTap | undefined, width: number,
+  view: (x: X) => Float32Array = (v) => v as unknown as Float32Array,
+): X {
+  for (let l = 0; l < numLayers; l++) {
+    x = layer(l, x);
+    tap?.(layerOutputName(l), view(x), width);
+  }
+  return x;
+}
+
 export interface ModelIdentity {
   modelType: string;
   config: Readonly<Record<string, unknown>>;

@@ -7,7 +7,7 @@
  * checkpoints; towers ignored, multimodal rows arrive as embedding overrides) and `gemma3n_text`.
  * Shapes: N rows in the batch, H = hidden_size, P = hidden_size_per_layer_input, K = altup_num_inputs.
  */
-import { EMBEDDINGS_NAME, layerOutputName, type HiddenStateTap } from '@mlxcel/models-core';
+import { EMBEDDINGS_NAME, runLayers, type HiddenStateTap } from '@mlxcel/models-core';
 import { ops } from '@mlxcel/tensor';
 import type { GemmaLayout } from '../common/batch.js';
 import { embedBatch } from '../common/embed.js';
@@ -33,11 +33,9 @@ export class Gemma3nModel extends GemmaModelBase {
     const embeddings = embedBatch(this.w.embed, b); // [N, H], × sqrt(H), overrides applied
     tap?.(EMBEDDINGS_NAME, embeddings, H);
     const perLayerInputs = splitPerLayer(this.w.ple.forward(embeddings, b), N, NL, P); // NL × [N, P]
-    let streams = altupExpand(embeddings, N, H, this.w.altupProjections); // K × [N, H]
-    this.w.layers.forEach((layer, l) => {
-      streams = this.decoderLayer(layer, streams, perLayerInputs[l]!, b);
-      tap?.(layerOutputName(l), streams[0]!, H); // the active stream
-    });
+    const expanded = altupExpand(embeddings, N, H, this.w.altupProjections); // K × [N, H]
+    const layerStep = (l: number, X: Float32Array[]) => this.decoderLayer(this.w.layers[l]!, X, perLayerInputs[l]!, b);
+    const streams = runLayers(expanded, NL, layerStep, tap, H, (X) => X[0]!); // tapped: the active stream
     return altupCollapse(streams, N, H, this.w.altupUnembed); // [N, H]
   }
 

@@ -8,7 +8,7 @@
  * E-series (per-layer inputs, KV sharing) alike. The residual stream, attention scores and router
  * logits stay f32 whatever the stored dtype. Shapes: N rows, H = hidden_size, P = hidden_size_per_layer_input.
  */
-import { EMBEDDINGS_NAME, layerOutputName, type HiddenStateTap } from '@mlxcel/models-core';
+import { EMBEDDINGS_NAME, runLayers, type HiddenStateTap } from '@mlxcel/models-core';
 import { ops } from '@mlxcel/tensor';
 import type { GemmaLayout } from '../common/batch.js';
 import { embedBatch } from '../common/embed.js';
@@ -33,14 +33,11 @@ export class Gemma4Model extends GemmaModelBase {
 
   protected finalHiddenStates(b: GemmaLayout, tap: HiddenStateTap | undefined): Float32Array {
     const { hiddenSize: H, numLayers: NL, hiddenSizePerLayerInput: P } = this.cfg;
-    let residual = embedBatch(this.w.embed, b); // [N, H], × sqrt(H), overrides applied
-    tap?.(EMBEDDINGS_NAME, residual, H);
-    const perLayerInputs = this.w.ple ? splitPerLayer(this.w.ple.forward(residual, b), b.n, NL, P) : null; // NL × [N, P]
-    this.w.layers.forEach((layer, l) => {
-      residual = this.decoderLayer(layer, residual, perLayerInputs ? perLayerInputs[l]! : null, b);
-      tap?.(layerOutputName(l), residual, H);
-    });
-    return residual; // [N, H]
+    const embeddings = embedBatch(this.w.embed, b); // [N, H], × sqrt(H), overrides applied
+    tap?.(EMBEDDINGS_NAME, embeddings, H);
+    const perLayerInputs = this.w.ple ? splitPerLayer(this.w.ple.forward(embeddings, b), b.n, NL, P) : null; // NL × [N, P]
+    const layerStep = (l: number, x: Float32Array) => this.decoderLayer(this.w.layers[l]!, x, perLayerInputs ? perLayerInputs[l]! : null, b);
+    return runLayers(embeddings, NL, layerStep, tap, H); // [N, H]
   }
 
   /** One decoder layer: [N, H] → [N, H]. */

@@ -4,7 +4,7 @@
  * step marks its sequences stale (rebuilt from their ids next time). Each architecture's model.ts
  * supplies `finalHiddenStates`.
  */
-import { buildLayerCaches, DecoderModel, type LayerCacheSpec, type LmHead } from '@mlxcel/models-core';
+import { buildLayerCaches, DecoderModel, type AttentionGeometry, type LayerCacheSpec, type LmHead } from '@mlxcel/models-core';
 import { RopeTableCache, type RopeSpec } from '@mlxcel/rope';
 import type { ForwardInput, StateOptions } from '@mlxcel/tensor';
 import { commitBatch, planBatch, type PhiLayout } from './batch.js';
@@ -22,14 +22,16 @@ export interface PhiBaseConfig {
 
 export abstract class PhiModelBase extends DecoderModel<PhiSequence, PhiLayout> {
   readonly rope: RopeSpec;
+  protected readonly geom: AttentionGeometry;
+  private readonly layerCaches: LayerCacheSpec[];
   private readonly tables: RopeTableCache;
 
   protected constructor(
     raw: Readonly<Record<string, unknown>>,
     cfg: PhiBaseConfig,
     head: LmHead,
-    /** KV geometry and window of every layer. */
-    private readonly layerCaches: LayerCacheSpec[],
+    /** The attention geometry every layer uses, and each layer's cache spec. */
+    attention: { geom: AttentionGeometry; layerCaches: LayerCacheSpec[] },
     prefillChunk: number,
     stats: { parameters: number; weightBytes: number },
   ) {
@@ -41,6 +43,8 @@ export abstract class PhiModelBase extends DecoderModel<PhiSequence, PhiLayout> 
       head,
     );
     this.rope = cfg.rope;
+    this.geom = attention.geom;
+    this.layerCaches = attention.layerCaches;
     this.tables = new RopeTableCache(cfg.rope);
   }
 

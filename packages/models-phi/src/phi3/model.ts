@@ -7,7 +7,7 @@
  * then models-core's LmHead: final RMSNorm → untied or tied head. No biases, no scaling of embeddings
  * or logits. Shapes: N rows, H = hidden_size, nH / nKV heads of D, I = intermediate_size.
  */
-import { EMBEDDINGS_NAME, layerOutputName, LmHead, type AttentionGeometry, type HiddenStateTap } from '@mlxcel/models-core';
+import { EMBEDDINGS_NAME, LmHead, runLayers, type HiddenStateTap } from '@mlxcel/models-core';
 import { ops, type WeightStore } from '@mlxcel/tensor';
 import { swigluHalves } from '../common/activations.js';
 import { phiAttention, uniformAttention } from '../common/attention.js';
@@ -23,31 +23,25 @@ const PREFILL_CHUNK = 512;
 export class Phi3Model extends PhiModelBase {
   readonly cfg: Phi3Config;
   private readonly w: Phi3Weights;
-  private readonly geom: AttentionGeometry;
 
   constructor(raw: Record<string, unknown>, store: WeightStore, opts: Phi3ConfigOptions = {}) {
     const cfg = parsePhi3Config(raw, opts);
-    const attention = uniformAttention(cfg);
     const w = loadPhi3Weights(store, cfg, raw);
-    super(raw, cfg, new LmHead(w.norm, w.lmHead), attention.layerCaches, PREFILL_CHUNK, w.stats);
+    super(raw, cfg, new LmHead(w.norm, w.lmHead), uniformAttention(cfg), PREFILL_CHUNK, w.stats);
     this.cfg = cfg;
     this.w = w;
-    this.geom = attention.geom;
   }
 
   protected finalHiddenStates(b: PhiLayout, tap: HiddenStateTap | undefined): Float32Array {
     const H = this.cfg.hidden_size;
     const residual = this.w.embed.forward(b.ids); // [N, H]
     tap?.(EMBEDDINGS_NAME, residual, H);
-    this.w.layers.forEach((layer, l) => {
-      this.decoderLayer(l, layer, residual, b); // in place
-      tap?.(layerOutputName(l), residual, H);
-    });
-    return residual;
+    // Each layer updates the residual in place.
+    return runLayers(residual, this.numLayers, (l, h) => this.decoderLayer(l, this.w.layers[l]!, h, b), tap, H);
   }
 
-  /** One decoder layer, updating the residual h [N, H] in place. */
-  private decoderLayer(l: number, L: Phi3Layer, h: Float32Array, b: PhiLayout): void {
+  /** One decoder layer, updating the residual h [N, H] in place (and returning it). */
+  private decoderLayer(l: number, L: Phi3Layer, h: Float32Array, b: PhiLayout): Float32Array {
     const { hidden_size: H, num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D, intermediate_size: I } = this.cfg;
     const N = b.n;
     const attnIn = L.inputNorm.forward(h, H); // [N, H]
@@ -56,6 +50,6 @@ export class Phi3Model extends PhiModelBase {
     ops.add(h, L.o.forward(attn, N), h);
     const mlpIn = L.postNorm.forward(h, H); // [N, H]
     const act = swigluHalves(L.gateUp.forward(mlpIn, N), N, I); // [N, 2I] → [N, I]
-    ops.add(h, L.down.forward(act, N), h);
+    return ops.add(h, L.down.forward(act, N), h);
   }
 }

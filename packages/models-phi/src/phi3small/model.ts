@@ -8,7 +8,7 @@
  * the 91 dummy ids are declared by suppressedTokenIds() for the sampler. Shapes: N rows,
  * H = hidden_size, nH / nKV heads of D, F = ff_intermediate_size.
  */
-import { EMBEDDINGS_NAME, layerOutputName, LmHead, type AttentionGeometry, type HiddenStateTap, type MaskBuilder } from '@mlxcel/models-core';
+import { cacheSpecOf, EMBEDDINGS_NAME, LmHead, runLayers, type HiddenStateTap, type MaskBuilder } from '@mlxcel/models-core';
 import { ops, type WeightStore } from '@mlxcel/tensor';
 import { gegelu } from '../common/activations.js';
 import { phiAttention } from '../common/attention.js';
@@ -32,7 +32,6 @@ function sameInts(a: Int32Array, b: Int32Array): boolean {
 export class Phi3SmallModel extends PhiModelBase {
   readonly cfg: Phi3SmallConfig;
   private readonly w: Phi3SmallWeights;
-  private readonly geom: AttentionGeometry;
   private readonly sparse: BlockSparseSpec;
   private readonly dummy: Int32Array;
   /** Every sparse layer of one step sees the same positions: build each run's mask once. */
@@ -44,17 +43,17 @@ export class Phi3SmallModel extends PhiModelBase {
     const w = loadPhi3SmallWeights(store, cfg, raw);
     // HF divides the f32 logits by mup_width_multiplier (a division, not a multiply by the reciprocal).
     const head = new LmHead(w.finalNorm, w.lmHead, { divideBy: cfg.mup_width_multiplier });
-    const layerCaches = Array.from({ length: cfg.num_hidden_layers }, () => ({ nKvHeads: cfg.num_key_value_heads, headDim: cfg.head_dim, window: null }));
-    super(raw, cfg, head, layerCaches, PREFILL_CHUNK, w.stats);
-    this.cfg = cfg;
-    this.w = w;
-    this.dummy = dummyTokenIds(cfg.vocab_size);
     // muP: scale = mup_attn_multiplier / D, not 1/sqrt(D) (docs/architecture/phi3small.md §4).
-    this.geom = {
+    const geom = {
       nHeads: cfg.num_attention_heads, nKvHeads: cfg.num_key_value_heads, headDim: cfg.head_dim,
       scale: cfg.mup_use_scaling ? cfg.mup_attn_multiplier / cfg.head_dim : 1 / Math.sqrt(cfg.head_dim),
       window: null,
     };
+    const layerCaches = Array.from({ length: cfg.num_hidden_layers }, () => cacheSpecOf(geom));
+    super(raw, cfg, head, { geom, layerCaches }, PREFILL_CHUNK, w.stats);
+    this.cfg = cfg;
+    this.w = w;
+    this.dummy = dummyTokenIds(cfg.vocab_size);
     this.sparse = {
       blockSize: cfg.blocksparse_block_size, localBlocks: cfg.blocksparse_num_local_blocks,
       vertStride: cfg.blocksparse_vert_stride, nHeads: cfg.num_attention_heads, homoHeads: cfg.blocksparse_homo_head_pattern,
@@ -77,15 +76,12 @@ export class Phi3SmallModel extends PhiModelBase {
     const residual = this.w.embed.forward(b.ids); // [N, H]
     if (m !== null) ops.scale(residual, m, 0, residual);
     tap?.(EMBEDDINGS_NAME, residual, H);
-    this.w.layers.forEach((layer, l) => {
-      this.decoderLayer(l, layer, residual, b); // in place
-      tap?.(layerOutputName(l), residual, H);
-    });
-    return residual;
+    // Each layer updates the residual in place.
+    return runLayers(residual, this.numLayers, (l, h) => this.decoderLayer(l, this.w.layers[l]!, h, b), tap, H);
   }
 
-  /** One decoder layer, updating the residual h [N, H] in place. */
-  private decoderLayer(l: number, L: Phi3SmallLayer, h: Float32Array, b: PhiLayout): void {
+  /** One decoder layer, updating the residual h [N, H] in place (and returning it). */
+  private decoderLayer(l: number, L: Phi3SmallLayer, h: Float32Array, b: PhiLayout): Float32Array {
     const c = this.cfg, H = c.hidden_size;
     const N = b.n;
     const attnIn = L.inputNorm.forward(h, H); // [N, H]
@@ -94,6 +90,6 @@ export class Phi3SmallModel extends PhiModelBase {
     ops.add(h, L.dense.forward(attn, N), h);
     const mlpIn = L.postNorm.forward(h, H); // [N, H]
     const act = gegelu(L.up.forward(mlpIn, N), N, c.ff_intermediate_size, c.gegelu_limit); // [N, 2F] → [N, F]
-    ops.add(h, L.down.forward(act, N), h);
+    return ops.add(h, L.down.forward(act, N), h);
   }
 }

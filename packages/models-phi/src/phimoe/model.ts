@@ -9,7 +9,7 @@
  * nH / nKV heads of D, E experts.
  */
 import { sparsemixer, type Routing } from '@mlxcel/moe';
-import { EMBEDDINGS_NAME, layerOutputName, LmHead, type AttentionGeometry, type HiddenStateTap } from '@mlxcel/models-core';
+import { EMBEDDINGS_NAME, LmHead, runLayers, type HiddenStateTap } from '@mlxcel/models-core';
 import { ops, type WeightStore } from '@mlxcel/tensor';
 import { phiAttention, uniformAttention } from '../common/attention.js';
 import type { PhiLayout } from '../common/batch.js';
@@ -25,33 +25,27 @@ export type RoutingObserver = (layer: number, routing: Routing, layout: PhiLayou
 export class PhiMoEModel extends PhiModelBase {
   readonly cfg: PhiMoEConfig;
   private readonly w: PhiMoEWeights;
-  private readonly geom: AttentionGeometry;
   /** Optional hook: receives every layer's routing (expert ids and weights per row). */
   routingObserver: RoutingObserver | null = null;
 
   constructor(raw: Record<string, unknown>, store: WeightStore, opts: PhiMoEConfigOptions = {}) {
     const cfg = parsePhiMoEConfig(raw, opts);
-    const attention = uniformAttention(cfg);
     const w = loadPhiMoEWeights(store, cfg, raw);
-    super(raw, cfg, new LmHead(w.norm, w.lmHead), attention.layerCaches, PREFILL_CHUNK, w.stats);
+    super(raw, cfg, new LmHead(w.norm, w.lmHead), uniformAttention(cfg), PREFILL_CHUNK, w.stats);
     this.cfg = cfg;
     this.w = w;
-    this.geom = attention.geom;
   }
 
   protected finalHiddenStates(b: PhiLayout, tap: HiddenStateTap | undefined): Float32Array {
     const H = this.cfg.hidden_size;
     const residual = this.w.embed.forward(b.ids); // [N, H]
     tap?.(EMBEDDINGS_NAME, residual, H);
-    this.w.layers.forEach((layer, l) => {
-      this.decoderLayer(l, layer, residual, b); // in place
-      tap?.(layerOutputName(l), residual, H);
-    });
-    return residual;
+    // Each layer updates the residual in place.
+    return runLayers(residual, this.numLayers, (l, h) => this.decoderLayer(l, this.w.layers[l]!, h, b), tap, H);
   }
 
-  /** One decoder layer, updating the residual h [N, H] in place. */
-  private decoderLayer(l: number, L: PhiMoELayer, h: Float32Array, b: PhiLayout): void {
+  /** One decoder layer, updating the residual h [N, H] in place (and returning it). */
+  private decoderLayer(l: number, L: PhiMoELayer, h: Float32Array, b: PhiLayout): Float32Array {
     const c = this.cfg, H = c.hidden_size;
     const N = b.n;
     const attnIn = L.inputNorm.forward(h, H); // [N, H]
@@ -60,6 +54,6 @@ export class PhiMoEModel extends PhiModelBase {
     const moeIn = L.postNorm.forward(h, H); // [N, H]
     const routing = sparsemixer(L.router.forward(moeIn, N), c.num_local_experts, c.num_experts_per_tok, c.router_jitter_noise); // [N, k] ids + weights
     this.routingObserver?.(l, routing, b);
-    ops.add(h, L.experts.forward(moeIn, N, routing.ids, routing.weights), h);
+    return ops.add(h, L.experts.forward(moeIn, N, routing.ids, routing.weights), h);
   }
 }
