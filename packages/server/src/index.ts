@@ -7,7 +7,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { BatchScheduler, type GenerateOptions, type LoadedModel, type PromptInput } from '@mlxcel/engine';
+import { BatchScheduler, generateOptionsFromRequest, RequestFieldError, type GenerateOptions, type LoadedModel, type PromptInput } from '@mlxcel/engine';
 import { webuiResponse } from './webui.js';
 
 export { webuiResponse, WEBUI_CSP, type WebuiResponse } from './webui.js';
@@ -56,36 +56,14 @@ async function readBody(req: IncomingMessage, limit: number): Promise<Record<str
   }
 }
 
-function numField(body: Record<string, unknown>, key: string, min: number, max: number): number | undefined {
-  const v = body[key];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max)
-    throw new HttpError(400, `"${key}" must be a number in [${min}, ${max}]`);
-  return v;
-}
-
-/** Maps OpenAI request fields onto generate() options, rejecting malformed values by name. */
+/** Maps OpenAI request fields onto generate() options with the engine's one mapper; a bad field is a 400 naming it. */
 export function requestOptions(body: Record<string, unknown>): GenerateOptions {
-  const stop = body.stop;
-  if (stop !== undefined && stop !== null && typeof stop !== 'string' && !(Array.isArray(stop) && stop.every((s) => typeof s === 'string')))
-    throw new HttpError(400, '"stop" must be a string or a list of strings');
-  const bias = body.logit_bias;
-  if (bias !== undefined && bias !== null && (typeof bias !== 'object' || Array.isArray(bias)))
-    throw new HttpError(400, '"logit_bias" must be an object of token id -> bias');
-  const maxTokens = numField(body, 'max_completion_tokens', 0, 1e7) ?? numField(body, 'max_tokens', 0, 1e7);
-  return {
-    maxTokens: maxTokens ?? 256,
-    temperature: numField(body, 'temperature', 0, 100) ?? 1,
-    topP: numField(body, 'top_p', 0, 1) ?? 1,
-    topK: numField(body, 'top_k', 0, 1e9) ?? 0,
-    minP: numField(body, 'min_p', 0, 1) ?? 0,
-    presencePenalty: numField(body, 'presence_penalty', -2, 2) ?? 0,
-    frequencyPenalty: numField(body, 'frequency_penalty', -2, 2) ?? 0,
-    repetitionPenalty: numField(body, 'repetition_penalty', 1e-6, 100) ?? 1,
-    seed: numField(body, 'seed', 0, 2 ** 32 - 1),
-    stop: stop === undefined || stop === null ? [] : typeof stop === 'string' ? [stop] : (stop as string[]),
-    logitBias: bias ? Object.fromEntries(Object.entries(bias as Record<string, number>).map(([k, v]) => [Number(k), Number(v)])) : undefined,
-  };
+  try {
+    return generateOptionsFromRequest(body);
+  } catch (e) {
+    if (e instanceof RequestFieldError) throw new HttpError(400, e.message);
+    throw e;
+  }
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {
