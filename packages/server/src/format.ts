@@ -88,10 +88,15 @@ export function completionLogprobs(items: readonly TokenOut[], wanted: boolean, 
   return out;
 }
 
-export function completion(
+/**
+ * A text completion (`F` = FinishReason) or a streamed chunk of one (`F` = FinishReason | null).
+ * Streamed chunks carry no `usage` (the SDK's Completion type has no null usage); with include_usage
+ * the last chunk has it, with `choices: []`.
+ */
+export function completion<F extends FinishReason | null>(
   env: Envelope,
-  choices: { index: number; text: string; logprobs: ReturnType<typeof completionLogprobs>; finish: FinishReason | null }[],
-  usage: Usage | null | undefined,
+  choices: { index: number; text: string; logprobs: ReturnType<typeof completionLogprobs>; finish: F }[],
+  usage: Usage | undefined,
 ) {
   return {
     ...env,

@@ -141,7 +141,7 @@ export class GenerationRun {
     if (!text && !(this.wantLogprobs && items.some((t) => t.logprob))) return;
     const { env, req } = this;
     if (this.kind === 'chat') this.write(chatChunk(env, c.index, { content: text }, null, chatLogprobs(items, this.wantLogprobs), req.includeUsage));
-    else this.write(completion(env, [{ index: c.index, text, logprobs: completionLogprobs(items, this.wantLogprobs, offset), finish: null }], req.includeUsage ? null : undefined));
+    else this.write(completion(env, [{ index: c.index, text, logprobs: completionLogprobs(items, this.wantLogprobs, offset), finish: null }], undefined));
   }
 
   private endChoice(c: Choice, finish: FinishReason): void {
@@ -150,7 +150,7 @@ export class GenerationRun {
     if (this.stream) {
       const { env, req } = this;
       if (this.kind === 'chat') this.write(chatChunk(env, c.index, {}, finish, this.wantLogprobs ? chatLogprobs([], true) : null, req.includeUsage));
-      else this.write(completion(env, [{ index: c.index, text: '', logprobs: null, finish }], req.includeUsage ? null : undefined));
+      else this.write(completion(env, [{ index: c.index, text: '', logprobs: null, finish }], undefined));
     }
     if (--this.left === 0) this.finish();
   }

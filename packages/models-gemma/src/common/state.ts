@@ -3,7 +3,7 @@
  * or rotating (sliding window) cache; KV-shared layers get a SharedCache over their source layer's
  * cache, which reads the owner's K/V after the owner's update in the same forward and writes nothing.
  */
-import { createLayerCache, SharedCache, type LayerCache } from '@mlxcel/cache';
+import { adoptLayers, createLayerCache, SharedCache, snapshotLayers, type LayerCache } from '@mlxcel/cache';
 import { MlxcelError, type SequenceState, type StateOptions } from '@mlxcel/tensor';
 import type { LayerType } from './layer-types.js';
 
@@ -22,7 +22,7 @@ export class GemmaState implements SequenceState {
   readonly caches: LayerCache[];
   private _offset = 0;
 
-  constructor(readonly layout: CacheLayout, opts: StateOptions = {}) {
+  constructor(readonly layout: CacheLayout, private readonly opts: StateOptions = {}) {
     const kind = opts.kvCache ?? 'f32';
     this.caches = [];
     layout.types.forEach((t, l) => {
@@ -45,6 +45,14 @@ export class GemmaState implements SequenceState {
   /** Called by the model once the whole forward succeeded. */
   advance(n: number): void {
     this._offset += n;
+  }
+
+  /** A deep copy: fresh caches of the same kinds holding a snapshot of these (shared layers re-linked). */
+  fork(): GemmaState {
+    const copy = new GemmaState(this.layout, this.opts);
+    adoptLayers(copy.caches, snapshotLayers(this.caches));
+    copy._offset = this._offset;
+    return copy;
   }
 
   /** Drops the newest n tokens from every owning cache (right-padded prefill finalize, rollback). */

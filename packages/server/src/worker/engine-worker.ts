@@ -34,13 +34,18 @@ const scheduler = new BatchScheduler(loaded, { maxBatch: init.maxBatch });
 const tokenizer = loaded.tokenizer;
 const encoder = new TextEncoder();
 
-// A token's text as it reads mid-sequence: decoding it alone drops a SentencePiece word-start space
-// ("▁Hello" -> "Hello"), so it is decoded after a fixed token and that token's text cut off.
+// A token's text as the detokenizer writes it. Mid-sequence, decoding a token alone would drop a
+// SentencePiece word-start space ("▁Hello" -> "Hello"), so it is decoded after a fixed token whose
+// text is then cut off; the first generated token is decoded alone, as the detokenizer does.
 const anchor = tokenizer?.encode('a', { addSpecialTokens: false }) ?? [];
 const anchorText = tokenizer ? tokenizer.decode(anchor) : '';
-function tokenLogprob(id: number, logprob: number): TokenLogprob {
-  const joined = tokenizer ? tokenizer.decode([...anchor, id]) : String(id);
-  const token = tokenizer && joined.startsWith(anchorText) ? joined.slice(anchorText.length) : joined;
+function tokenLogprob(id: number, logprob: number, first: boolean): TokenLogprob {
+  let token = String(id);
+  if (tokenizer && first) token = tokenizer.decode([id]);
+  else if (tokenizer) {
+    const joined = tokenizer.decode([...anchor, id]);
+    token = joined.startsWith(anchorText) ? joined.slice(anchorText.length) : tokenizer.decode([id]);
+  }
   return { token, logprob, bytes: Array.from(encoder.encode(token)) };
 }
 
@@ -57,28 +62,40 @@ function reportLoad(): void {
 }
 setInterval(reportLoad, 200).unref();
 
-async function runChoice(req: SubmitRequest, choice: number, signal: AbortSignal, states: State[]): Promise<void> {
+/** Generates one choice from `state` (which already holds ids[0, start)), feeding ids[start..]. */
+async function runChoice(req: SubmitRequest, choice: number, state: State, start: number, signal: AbortSignal): Promise<void> {
   const index = req.firstIndex + choice;
   try {
-    const state = loaded.model.newState({ kvCache: init.kvCache });
-    states.push(state);
     // n > 1 with a seed: each choice gets its own stream (seed + index), so choices differ but the
     // request as a whole is reproducible.
     const seed = req.options.seed === undefined ? undefined : (req.options.seed + choice) >>> 0;
-    const gen = scheduler.submit(req.ids, {
+    const gen = scheduler.submit(req.ids.subarray(start), {
       ...req.options, seed, state, signal, noChatTemplate: true, topLogprobs: req.logprobs ?? 0,
     });
+    let first = true;
     for await (const t of gen) {
       const item: TokenOut = { token: t.token, text: t.text };
-      if (req.logprobs !== null && t.token >= 0)
-        item.logprob = { ...tokenLogprob(t.token, t.logprob), top: (t.topLogprobs ?? []).map((x) => tokenLogprob(x.token, x.logprob)) };
+      if (req.logprobs !== null && t.token >= 0) {
+        item.logprob = { ...tokenLogprob(t.token, t.logprob, first), top: (t.topLogprobs ?? []).map((x) => tokenLogprob(x.token, x.logprob, first)) };
+        first = false;
+      }
       post({ type: 'tokens', id: req.id, index, items: [item] });
     }
     const s = await gen.stats;
-    post({ type: 'end', id: req.id, index, stats: { promptTokens: s.promptTokens, generatedTokens: s.generatedTokens, finishReason: s.finishReason, timeToFirstTokenMs: s.timeToFirstTokenMs } });
+    post({ type: 'end', id: req.id, index, stats: { promptTokens: req.ids.length, generatedTokens: s.generatedTokens, finishReason: s.finishReason, timeToFirstTokenMs: s.timeToFirstTokenMs } });
   } catch (e) {
     post({ type: 'error', id: req.id, index, ...errorFields(e) });
   }
+}
+
+/**
+ * Whether the choices of a request can share one prefill: the model's states must fork, and no
+ * penalty may look at the prompt (a forked choice's sampler only sees the prompt's last token).
+ */
+function canSharePrefill(req: SubmitRequest, probe: State): boolean {
+  const o = req.options;
+  const penalties = (o.presencePenalty ?? 0) !== 0 || (o.frequencyPenalty ?? 0) !== 0 || (o.repetitionPenalty ?? 1) !== 1;
+  return req.n > 1 && req.ids.length > 1 && typeof probe.fork === 'function' && !penalties;
 }
 
 async function run(req: SubmitRequest): Promise<void> {
@@ -86,8 +103,34 @@ async function run(req: SubmitRequest): Promise<void> {
   const states: State[] = [];
   running.set(req.id, { abort, states });
   reportLoad();
+  const fresh = () => {
+    const s = loaded.model.newState({ kvCache: init.kvCache });
+    states.push(s);
+    return s;
+  };
   try {
-    await Promise.all(Array.from({ length: req.n }, (_, c) => runChoice(req, c, abort.signal, states)));
+    const base = fresh();
+    if (!canSharePrefill(req, base)) {
+      await Promise.all(Array.from({ length: req.n }, (_, c) => runChoice(req, c, c === 0 ? base : fresh(), 0, abort.signal)));
+      return;
+    }
+    // n choices, one prefill: the scheduler prefills all but the last prompt token into `base`
+    // (maxTokens 0: prefill only), then each choice continues a fork of it from the last token.
+    const last = req.ids.length - 1;
+    const prefill = scheduler.submit(req.ids.subarray(0, last), { state: base, signal: abort.signal, noChatTemplate: true, maxTokens: 0 });
+    try {
+      for await (const _ of prefill);
+    } catch (e) {
+      for (let c = 0; c < req.n; c++) post({ type: 'error', id: req.id, index: req.firstIndex + c, ...errorFields(e) });
+      return;
+    }
+    const forks = Array.from({ length: req.n }, (_, c) => {
+      if (c === req.n - 1) return base;
+      const s = base.fork!();
+      states.push(s);
+      return s;
+    });
+    await Promise.all(forks.map((s, c) => runChoice(req, c, s, last, abort.signal)));
   } finally {
     running.delete(req.id);
     reportLoad();
