@@ -245,13 +245,30 @@ export async function buildApp(engine: EngineClient, o: AppOptions): Promise<Bui
     return reply.code(page.status).headers(page.headers).send(page.body);
   });
 
+  // While draining, every response tells the client to drop its keep-alive connection.
+  app.addHook('onSend', async (_req, reply) => {
+    if (draining) void reply.header('connection', 'close');
+  });
+
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   const drain = async (graceMs: number) => {
     draining = true;
-    const closing = app.close();
+    const closing = app.close(); // stops accepting; resolves once every connection has ended
+    let closed = false;
+    void closing.finally(() => (closed = true));
     const deadline = Date.now() + graceMs;
-    while (runs.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (runs.size && Date.now() < deadline) await sleep(50);
     const reason: EndReason = { code: 'server_shutdown', message: 'the server is shutting down; the generation was cut short' };
     for (const run of runs) run.terminate(reason);
+    // Ended runs flush their last chunk and [DONE] within a scheduler step. Connections that became
+    // idle after close() began (keep-alive sockets whose response just ended) are closed here, else
+    // close() would wait out the keep-alive timeout.
+    const flushBy = Date.now() + 5000;
+    while (!closed && Date.now() < flushBy) {
+      app.server.closeIdleConnections();
+      await sleep(50);
+    }
+    if (!closed) app.server.closeAllConnections();
     await closing;
   };
   return { app, metrics, drain };

@@ -85,7 +85,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     webui: opts.webui ?? true,
     fingerprint,
   });
-  await app.listen({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 8080 });
+  try {
+    await app.listen({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 8080 });
+  } catch (e) {
+    await engine.close(); // the worker threads would otherwise keep the process alive
+    throw e;
+  }
   const addr = app.server.address() as { address: string; port: number };
   let closing: Promise<void> | null = null;
   return {
