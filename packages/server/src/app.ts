@@ -192,8 +192,13 @@ export async function buildApp(engine: EngineClient, o: AppOptions): Promise<Bui
       started = true;
       req.run = run;
       runs.add(run);
+      // The clock started at arrival: time spent tokenizing counts.
+      const arrived = (req as { t0?: number }).t0 ?? performance.now();
       const timer = o.requestTimeout > 0
-        ? setTimeout(() => run.terminate({ code: 'request_timeout', message: `the request did not finish within --request-timeout ${o.requestTimeout}s` }), o.requestTimeout * 1000)
+        ? setTimeout(
+          () => run.terminate({ code: 'request_timeout', message: `the request did not finish within --request-timeout ${o.requestTimeout}s` }),
+          Math.max(0, o.requestTimeout * 1000 - (performance.now() - arrived)),
+        )
         : null;
       reply.raw.on('close', () => {
         if (!reply.raw.writableFinished) run.cancel();

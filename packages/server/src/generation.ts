@@ -40,6 +40,8 @@ const finishOf = (s: ChoiceStats): FinishReason => (s.finishReason === 'length' 
 export interface Counts {
   promptTokens: number;
   completionTokens: number;
+  /** Arrival to the first generated token (absent before it). */
+  ttftMs?: number;
 }
 
 export class GenerationRun {
@@ -55,6 +57,7 @@ export class GenerationRun {
   private readonly cancels: (() => void)[] = [];
   private left: number;
   private firstToken = true;
+  private ttftMs: number | undefined;
   private ended = false;
   private endReason: EndReason | null = null;
   private failure: ApiError | null = null;
@@ -99,7 +102,7 @@ export class GenerationRun {
   }
 
   get counts(): Counts {
-    return { promptTokens: this.promptTokens, completionTokens: this.choices.reduce((s, c) => s + c.generated, 0) };
+    return { promptTokens: this.promptTokens, completionTokens: this.choices.reduce((s, c) => s + c.generated, 0), ttftMs: this.ttftMs };
   }
 
   /** Stops generating (client gone): choices end as cut short. */
@@ -115,7 +118,8 @@ export class GenerationRun {
   }
 
   private write(obj: unknown): void {
-    this.stream?.write(`data: ${JSON.stringify(obj)}\n\n`);
+    // A client that went away leaves a destroyed stream: its remaining events go nowhere.
+    if (this.stream && !this.stream.destroyed && !this.stream.writableEnded) this.stream.write(`data: ${JSON.stringify(obj)}\n\n`);
   }
 
   private onTokens(c: Choice, items: TokenOut[]): void {
@@ -126,6 +130,7 @@ export class GenerationRun {
       this.metrics.generatedTokens.inc();
       if (this.firstToken) {
         this.firstToken = false;
+        this.ttftMs = Math.round((now - this.arrivedAt) * 10) / 10;
         this.metrics.timeToFirstToken.observe((now - this.arrivedAt) / 1000);
       }
       if (c.lastTokenAt) this.metrics.interTokenLatency.observe((now - c.lastTokenAt) / 1000);
@@ -164,7 +169,7 @@ export class GenerationRun {
       if (this.endReason) this.write({ error: { message: this.endReason.message, type: 'server_error', param: null, code: this.endReason.code } });
       else if (this.failure) this.write(this.failure.body());
       if (req.includeUsage && !this.failure) this.write(kind === 'chat' ? chatUsageChunk(env, usage) : completion(env, [], usage));
-      this.stream.end('data: [DONE]\n\n');
+      if (!this.stream.destroyed && !this.stream.writableEnded) this.stream.end('data: [DONE]\n\n');
       this.resolveResult(null);
     } else if (this.failure) {
       this.resolveResult(this.failure);
