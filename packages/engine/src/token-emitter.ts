@@ -24,6 +24,7 @@ export class TokenEmitter {
   private readonly detok: StreamingDetokenizer | null;
   private readonly stop: StopMatcher;
   private readonly history: number[];
+  private readonly topLogprobs: number;
 
   constructor(private readonly loaded: LoadedModel, promptIds: Int32Array, opts: GenerateOptions, private readonly state: SequenceState) {
     this.maxTokens = opts.maxTokens ?? 256;
@@ -34,6 +35,9 @@ export class TokenEmitter {
     this.detok = loaded.tokenizer ? new StreamingDetokenizer(loaded.tokenizer) : null;
     this.stop = new StopMatcher(opts.stop ?? []);
     this.history = Array.from(promptIds);
+    this.topLogprobs = opts.topLogprobs ?? 0;
+    if (!Number.isInteger(this.topLogprobs) || this.topLogprobs < 0)
+      throw new MlxcelError('BAD_OPTION', `topLogprobs must be a non-negative integer, got ${this.topLogprobs}`);
   }
 
   /** Whether another token may be sampled (the budget is not spent). */
@@ -50,6 +54,7 @@ export class TokenEmitter {
   emit(logits: Float32Array): StepResult {
     if (!this.hasBudget) return { items: [], next: null };
     const { token, logprob } = this.sampler.sample(logits, this.history);
+    const top = this.topLogprobs > 0 ? topK(this.sampler.logprobs, this.topLogprobs) : undefined;
     this.generated++;
     if (this.generated === 1) this.tFirst = performance.now();
     this.history.push(token);
@@ -57,11 +62,11 @@ export class TokenEmitter {
       this.finish = 'eos';
       // The EOS token itself carries no text, only whatever the detokenizer still held back.
       const rest = this.stop.push(this.detok ? this.detok.flush() : '').emit + this.stop.flush();
-      return { items: [{ token, text: rest, logprob }], next: null };
+      return { items: [{ token, text: rest, logprob, topLogprobs: top }], next: null };
     }
     const piece = this.detok ? this.detok.push(token) : '';
     const { emit, stopped } = this.stop.push(piece);
-    const items: GeneratedToken[] = [{ token, text: emit, logprob }];
+    const items: GeneratedToken[] = [{ token, text: emit, logprob, topLogprobs: top }];
     if (stopped) {
       this.finish = 'stop';
       return { items, next: null };
@@ -94,4 +99,18 @@ export class TokenEmitter {
       peakRssBytes: process.resourceUsage().maxRSS * 1024,
     };
   }
+}
+
+/** The k largest entries of a log-probability row, largest first (one pass, a k-slot insertion list). */
+function topK(lp: Float32Array, k: number): { token: number; logprob: number }[] {
+  const out: { token: number; logprob: number }[] = [];
+  for (let i = 0; i < lp.length; i++) {
+    const v = lp[i]!;
+    if (out.length === k && v <= out[k - 1]!.logprob) continue;
+    let j = out.length < k ? out.length : k - 1;
+    while (j > 0 && out[j - 1]!.logprob < v) j--;
+    out.splice(j, 0, { token: i, logprob: v });
+    if (out.length > k) out.pop();
+  }
+  return out;
 }

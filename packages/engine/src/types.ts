@@ -25,6 +25,8 @@ export interface GenerateOptions extends SamplerOptions {
   embeddingOverrides?: ForwardInput['embeddingOverrides'];
   /** Called after each prefill chunk (tokens done, total). */
   onPrefillProgress?: (done: number, total: number) => void;
+  /** Report this many most likely tokens (with their logprobs) for every sampled token. Default 0. */
+  topLogprobs?: number;
 }
 
 export interface GeneratedToken {
@@ -33,6 +35,11 @@ export interface GeneratedToken {
   /** Text that became final with this token (may be empty while UTF-8 or a stop string is pending). */
   text: string;
   logprob: number;
+  /**
+   * With `topLogprobs` > 0: the most likely ids at this step and their logprobs (same distribution as
+   * `logprob`: after logit bias and penalties, before filters and temperature), most likely first.
+   */
+  topLogprobs?: { token: number; logprob: number }[];
 }
 
 export interface GenerationStats {

@@ -58,6 +58,22 @@ describe.each(CASES)('%s', (name) => {
     expect(maxAbsDiff(chunkedLogits(model, prompt, chunk, { totalLength: T }), full)).toBeLessThanOrEqual(TOL);
   });
 
+  it('a forked state continues exactly like the original and independently of it', () => {
+    const k = Math.min(10, T - 2);
+    const hint = { totalLength: T };
+    const state = model.newState();
+    model.forward([{ ids: prompt.subarray(0, k), state, ...hint }]);
+    const fork = state.fork!();
+    const other = state.fork!();
+    expect(fork.offset).toBe(k);
+    // A different continuation on one fork must not reach the others.
+    model.forward([{ ids: prompt.subarray(0, 3), state: other, ...hint }]);
+    const fromFork = model.forward([{ ids: prompt.subarray(k), state: fork, ...hint }])[0]!;
+    const fromOriginal = model.forward([{ ids: prompt.subarray(k), state, ...hint }])[0]!;
+    expect(maxAbsDiff(fromFork, rows(full, V, k, T))).toBeLessThanOrEqual(TOL);
+    expect(maxAbsDiff(fromOriginal, rows(full, V, k, T))).toBeLessThanOrEqual(TOL);
+  });
+
   it('a batch of two different prompts == each alone (prefill, then a batched decode step)', () => {
     const other = prompt.slice(3, Math.min(T, 23)).reverse();
     const a = model.newState(), b = model.newState();

@@ -12,6 +12,11 @@ export interface SequenceState {
   trim(n: number): number;
   /** Bytes of KV state held. */
   readonly nbytes: number;
+  /**
+   * An independent copy: same tokens, its own KV storage. Several continuations of one prompt (a
+   * server's `n` choices) then share a single prefill. Optional: a state without it cannot be forked.
+   */
+  fork?(): SequenceState;
 }
 
 export interface StateOptions {

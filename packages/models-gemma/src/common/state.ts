@@ -4,7 +4,7 @@
  * layers a SharedCache over their source layer's cache, which reads the owner's K/V after the
  * owner's update in the same forward and writes nothing.
  */
-import type { LayerCache } from '@mlxcel/cache';
+import { adoptLayers, snapshotLayers, type LayerCache } from '@mlxcel/cache';
 import { buildLayerCaches, type LayerCacheSpec } from '@mlxcel/models-core';
 import { MlxcelError, type SequenceState, type StateOptions } from '@mlxcel/tensor';
 
@@ -12,7 +12,7 @@ export class GemmaState implements SequenceState {
   readonly caches: LayerCache[];
   private _offset = 0;
 
-  constructor(readonly specs: readonly LayerCacheSpec[], opts: StateOptions = {}) {
+  constructor(readonly specs: readonly LayerCacheSpec[], private readonly opts: StateOptions = {}) {
     this.caches = buildLayerCaches(specs, opts.kvCache);
   }
 
@@ -24,6 +24,14 @@ export class GemmaState implements SequenceState {
   /** Called by the model once the whole forward succeeded. */
   advance(n: number): void {
     this._offset += n;
+  }
+
+  /** A deep copy: fresh caches of the same kinds holding a snapshot of these (shared layers re-linked). */
+  fork(): GemmaState {
+    const copy = new GemmaState(this.specs, this.opts);
+    adoptLayers(copy.caches, snapshotLayers(this.caches));
+    copy._offset = this._offset;
+    return copy;
   }
 
   /** Drops the newest n tokens from every owning cache (right-padded prefill finalize, rollback). */

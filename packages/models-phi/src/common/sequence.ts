@@ -5,7 +5,7 @@
  * (docs/architecture/phi3.md §4.4, rule 2: HF discards the cache and re-prefills), and because a trimmed sliding-window
  * cache may have evicted keys it would need again.
  */
-import type { LayerCache } from '@mlxcel/cache';
+import { adoptLayers, snapshotLayers, type LayerCache } from '@mlxcel/cache';
 import type { RopeRegime } from '@mlxcel/rope';
 import type { SequenceState } from '@mlxcel/tensor';
 
@@ -71,6 +71,17 @@ export class PhiSequence implements SequenceState {
     }
     this.idBuf.set(ids, this.nIds);
     this.nIds += ids.length;
+  }
+
+  /** A deep copy (caches snapshotted into fresh ones of the same kinds, ids and RoPE bookkeeping). */
+  fork(): PhiSequence {
+    const copy = new PhiSequence(this.owner, this.makeCaches);
+    adoptLayers(copy.caches, snapshotLayers(this.caches));
+    copy.appendIds(this.ids);
+    copy.regime = this.regime;
+    copy.lengthFloor = this.lengthFloor;
+    copy.stale = this.stale;
+    return copy;
   }
 
   trim(n: number): number {
