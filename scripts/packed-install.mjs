@@ -137,6 +137,16 @@ check('npm install of every tarball compiles nothing', () => {
 check('npx mlxcel generate --demo --max-tokens 8', () =>
   assertDemo(sh('npx', ['--no-install', 'mlxcel', 'generate', '--demo', '--max-tokens', '8'], { cwd: full })));
 
+// The prebuilt binary keeps the runtime CPU dispatch: its baseline (scalar) variant and AVX2 run the
+// demo too, whatever the CPU's best variant is.
+for (const isa of ['scalar', 'avx2'])
+  check(`MLXCEL_ISA=${isa}: the prebuilt addon runs that variant, and the demo generates`, () => {
+    const env = { ...installEnv, MLXCEL_ISA: isa };
+    const active = sh(process.execPath, ['-p', "require('@mlxcel/core-native').cpuInfo().isa"], { cwd: full, env }).trim();
+    if (active !== isa) throw new Error(`cpuInfo().isa is ${active}`);
+    return assertDemo(sh('npx', ['--no-install', 'mlxcel', 'generate', '--demo', '--max-tokens', '8'], { cwd: full, env }));
+  });
+
 check('a missing addon is one line from the CLI, with npm advice', () => {
   // The package's own env override points node-gyp-build at a folder with no binary in it.
   const env = { ...installEnv, '@MLXCEL/CORE_NATIVE_PREBUILD': join(work, 'empty') };
