@@ -158,6 +158,20 @@ check('a missing addon is one line from the CLI, with npm advice', () => {
   if (!out.includes('npm rebuild @mlxcel/core-native') || !out.includes('linux-x64 (glibc)')) throw new Error(`advice missing: ${out}`);
 });
 
+check('CJS require of @mlxcel/engine: load the demo model and generate', () => {
+  writeFileSync(join(full, 'engine.cjs'), [
+    "const { ensureDemoModel, loadModel, generate } = require('@mlxcel/engine');",
+    '(async () => {',
+    '  const model = await loadModel(ensureDemoModel());',
+    '  let n = 0;',
+    "  for await (const t of generate(model, 'Hello', { maxTokens: 4, seed: 1 })) if (t.token >= 0) n++;",
+    "  if (n !== 4) throw new Error(`${n} tokens, expected 4`);",
+    "  console.log('tokens', n);",
+    '})().catch((e) => { console.error(e); process.exit(1); });',
+  ].join('\n'));
+  return sh(process.execPath, ['engine.cjs'], { cwd: full }).trim();
+});
+
 check('tsc --strict of an ESM and a CJS consumer', () => {
   writeFileSync(join(full, 'consumer.mts'), [
     "import { parseRope, RopeTable, type RopeSpec } from '@mlxcel/rope';",
