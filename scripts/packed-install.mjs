@@ -252,6 +252,14 @@ check('pnpm 10 install (build scripts blocked) + mlxcel generate --demo', () => 
   return assertDemo(sh('pnpm', ['exec', 'mlxcel', 'generate', '--demo', '--max-tokens', '8'], { cwd: pnpmApp }));
 });
 
+check('under pnpm, a missing addon is one line with pnpm approve-builds advice', () => {
+  const env = { ...installEnv, '@MLXCEL/CORE_NATIVE_PREBUILD': join(work, 'empty') };
+  const bin = join(pnpmApp, 'node_modules', '@mlxcel', 'cli', 'dist', 'bin.js');
+  const out = sh(process.execPath, [bin, 'generate', '--demo'], { cwd: pnpmApp, env, expectFail: true }).trim();
+  if (out.split('\n').length !== 1) throw new Error(`expected one line, got:\n${out}`);
+  if (!out.includes('pnpm approve-builds')) throw new Error(`advice missing: ${out}`);
+});
+
 finish();
 
 function finish() {
