@@ -1,10 +1,6 @@
 import { defineConfig } from 'tsup';
 import { libraryBuild } from '../../tsup.preset';
 
-export default defineConfig([
-  // The library API (buildProgram, main, runBench, ...) in both formats.
-  libraryBuild(),
-  // The `mlxcel` command: ESM only (it uses top-level await), kept out of `clean` so it does not
-  // delete the library build that runs alongside it.
-  libraryBuild({ entry: ['src/bin.ts'], format: ['esm'], dts: false, shims: false, clean: false }),
-]);
+// The library API (buildProgram, main, runBench, ...) and the `mlxcel` command (bin.js, which
+// package.json's `bin` names; the ESM build shares one chunk between the two).
+export default defineConfig(libraryBuild({ entry: ['src/index.ts', 'src/bin.ts'], dts: { entry: 'src/index.ts' } }));

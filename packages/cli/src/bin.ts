@@ -5,9 +5,8 @@
 import { reportError } from './errors.js';
 
 const argv = process.argv;
-try {
-  const { main } = await import('./main.js');
-  await main(argv);
-} catch (e) {
-  process.exitCode = reportError(e, argv.includes('--verbose'));
-}
+import('./main.js')
+  .then(({ main }) => main(argv))
+  .catch((e: unknown) => {
+    process.exitCode = reportError(e, argv.includes('--verbose'));
+  });
