@@ -38,7 +38,7 @@ describe('generateOptionsFromRequest', () => {
     [{ top_p: 1.5 }, 'top_p'],
     [{ top_k: 2.5 }, 'top_k'],
     [{ max_tokens: -1 }, 'max_tokens'],
-    [{ seed: 2 ** 32 }, 'seed'],
+    [{ seed: 1.5 }, 'seed'],
     [{ presence_penalty: 3 }, 'presence_penalty'],
     [{ stop: [1] }, 'stop'],
     [{ logit_bias: [1] }, 'logit_bias'],

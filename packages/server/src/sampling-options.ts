@@ -1,8 +1,9 @@
 /**
  * The one place a validated OpenAI request becomes engine sampling options. The request has already
- * passed the JSON schema (types and ranges), so this only renames and fills defaults.
+ * passed the JSON schema (types and ranges); the mapping itself is the engine's, shared with the CLI.
  */
-import type { GenerateOptions } from '@mlxcel/engine';
+import { generateOptionsFromRequest, RequestFieldError, type GenerateOptions } from '@mlxcel/engine';
+import { ApiError } from './errors.js';
 
 /** The structured-clone-safe part of GenerateOptions a request sets (sent to the engine worker). */
 export type EngineSamplingOptions = Pick<
@@ -27,23 +28,24 @@ export interface SamplingFields {
 }
 
 /**
- * OpenAI's defaults: temperature 1, top_p 1; no max_tokens means "until EOS or the context is full"
- * (`maxTokens` is then the room left after the prompt, filled in by the caller).
+ * The engine's one request mapper (`generateOptionsFromRequest`: the same fields, ranges and defaults as
+ * the CLI's sampling flags — temperature 0 = greedy when unset; engine README, "Sampling options from a
+ * request"). The server adds one rule of its own: no max_tokens means "until EOS or the context is
+ * full" (`roomLeft`, the room after the prompt).
  */
 export function samplingOptions(body: SamplingFields, roomLeft: number): EngineSamplingOptions {
-  const stop = body.stop;
-  const bias = body.logit_bias;
+  let o: GenerateOptions;
+  try {
+    o = generateOptionsFromRequest(body as Readonly<Record<string, unknown>>);
+  } catch (e) {
+    // The JSON schema admits a subset of the mapper's ranges, so this is a client mistake the schema missed: 400.
+    if (e instanceof RequestFieldError) throw new ApiError(400, e.message, { param: e.field.replace(/"/g, ''), code: 'invalid_value' });
+    throw e;
+  }
   return {
-    maxTokens: Math.min(body.max_completion_tokens ?? body.max_tokens ?? roomLeft, roomLeft),
-    temperature: body.temperature ?? 1,
-    topP: body.top_p ?? 1,
-    topK: body.top_k ?? 0,
-    minP: body.min_p ?? 0,
-    presencePenalty: body.presence_penalty ?? 0,
-    frequencyPenalty: body.frequency_penalty ?? 0,
-    repetitionPenalty: body.repetition_penalty ?? 1,
-    seed: body.seed ?? undefined,
-    stop: stop == null ? [] : typeof stop === 'string' ? [stop] : stop,
-    logitBias: bias ? Object.fromEntries(Object.entries(bias).map(([k, v]) => [Number(k), v])) : undefined,
+    ...o,
+    maxTokens: Math.min(o.maxTokens ?? roomLeft, roomLeft),
+    stop: o.stop ?? [],
+    logitBias: o.logitBias as Record<number, number> | undefined,
   };
 }

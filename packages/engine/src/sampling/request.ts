@@ -39,16 +39,16 @@ export class RequestFieldError extends MlxcelError {
 
 /** The accepted range of every numeric field: [min, max], integer or not. */
 export const SAMPLING_FIELD_RULES = {
-  max_tokens: { min: 0, max: 1e7, integer: true },
-  max_completion_tokens: { min: 0, max: 1e7, integer: true },
+  max_tokens: { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true },
+  max_completion_tokens: { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true },
   temperature: { min: 0, max: 100, integer: false },
   top_p: { min: 0, max: 1, integer: false },
-  top_k: { min: 0, max: 1e9, integer: true },
+  top_k: { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true },
   min_p: { min: 0, max: 1, integer: false },
-  repetition_penalty: { min: 1e-6, max: 100, integer: false },
+  repetition_penalty: { min: Number.MIN_VALUE, max: 100, integer: false },
   presence_penalty: { min: -2, max: 2, integer: false },
   frequency_penalty: { min: -2, max: 2, integer: false },
-  seed: { min: 0, max: 2 ** 32 - 1, integer: true },
+  seed: { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER, integer: true },
 } as const;
 
 type NumericField = keyof typeof SAMPLING_FIELD_RULES;
