@@ -4,7 +4,7 @@
  *
  * LongRoPE: a prompt longer than L₀ is long from the first token in a single pass, but token-by-token
  * (or chunk-by-chunk) without a length hint it is short until the crossing and re-encoded there
- * (phi3.md §4.4). So rows before the crossing are compared only when the `totalLength` hint is given;
+ * (docs/architecture/phi3.md §4.4). So rows before the crossing are compared only when the `totalLength` hint is given;
  * rows from the crossing on must match in both cases.
  */
 import { describe, expect, it } from 'vitest';

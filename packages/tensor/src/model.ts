@@ -41,6 +41,12 @@ export interface ForwardInput {
 export interface ForwardOptions {
   /** 'all' (default) returns [T, vocab] per sequence; 'last' returns only the final row [1, vocab]. */
   logits?: 'all' | 'last';
+  /**
+   * Receives each named intermediate over all rows of the batch: `embeddings` and `hidden_states.<layer>`
+   * (the residual stream after layer `layer`, 0-based), each [rows, width] (`mlxcel trace --dump-layers`).
+   * The values are the model's own buffers: copy what you keep.
+   */
+  onHiddenState?: (name: string, values: Float32Array, width: number) => void;
 }
 
 export interface LanguageModel {

@@ -2,7 +2,7 @@
  * Per-sequence state of a Phi model: one KV cache per layer, the token ids fed so far and the RoPE
  * regime the cached keys were rotated with. The ids are kept because a LongRoPE sequence that
  * crosses original_max_position_embeddings must be re-encoded from scratch with the long table
- * (phi3.md §4.4, rule 2: HF discards the cache and re-prefills), and because a trimmed sliding-window
+ * (docs/architecture/phi3.md §4.4, rule 2: HF discards the cache and re-prefills), and because a trimmed sliding-window
  * cache may have evicted keys it would need again.
  */
 import { adoptLayers, snapshotLayers, type LayerCache } from '@mlxcel/cache';
@@ -23,7 +23,7 @@ export class PhiSequence implements SequenceState {
   /**
    * Length the RoPE regime is decided from at least: the largest `totalLength` hint since the last trim.
    * Keeps a sequence prefilled under the long table long while it decodes up to the announced length
-   * (phi3.md §4.4 rule 3: never back from long to short); a trim clears it, so a trimmed sequence is
+   * (docs/architecture/phi3.md §4.4 rule 3: never back from long to short); a trim clears it, so a trimmed sequence is
    * re-encoded exactly as a fresh run of its ids would be.
    */
   lengthFloor = 0;

@@ -1,24 +1,19 @@
 /**
  * The per-token half of a generation, shared by generate() and the batch scheduler: sampling (with the
  * model's suppressed ids), EOS, streaming detokenization, stop strings held back until they resolve,
- * the token budget and the context limit. Feed it the logits of the last position; it says what to emit
- * and which token to run through the model next (null when the sequence has finished).
+ * the token budget and the context limit. It never runs the model: feed `emit()` the logits of the
+ * last position; it says what to emit and which token the caller should run through the model next
+ * (null when the sequence has finished).
  */
 import type { SequenceState } from '@mlxcel/tensor';
 import { StreamingDetokenizer } from './detokenize.js';
 import { MlxcelError } from './errors.js';
-import type { GenerateOptions, GeneratedToken, GenerationStats } from './generate.js';
+import type { GenerateOptions, GeneratedToken, GenerationStats, StepResult } from './types.js';
 import type { LoadedModel } from './load.js';
 import { Sampler } from './sampling/index.js';
 import { StopMatcher } from './stop.js';
 
-export interface StepResult {
-  items: GeneratedToken[];
-  /** The token to feed next, or null when the sequence has finished (see `finish`). */
-  next: number | null;
-}
-
-export class TokenStepper {
+export class TokenEmitter {
   generated = 0;
   finish: GenerationStats['finishReason'] = 'length';
   /** performance.now() at the first sampled token (0 before). */
@@ -55,8 +50,8 @@ export class TokenStepper {
     this.finish = 'abort';
   }
 
-  /** Samples from `logits` (the last position's row) and advances. */
-  step(logits: Float32Array): StepResult {
+  /** Samples from `logits` (the last position's row): what to emit, and the token to run next. */
+  emit(logits: Float32Array): StepResult {
     if (!this.hasBudget) return { items: [], next: null };
     const { token, logprob } = this.sampler.sample(logits, this.history);
     const top = this.topLogprobs > 0 ? topK(this.sampler.logprobs, this.topLogprobs) : undefined;
