@@ -1,8 +1,11 @@
 /**
- * The one place a validated OpenAI request becomes engine sampling options. The request has already
- * passed the JSON schema (types and ranges), so this only renames and fills defaults.
+ * A validated OpenAI request -> engine sampling options. The field mapping is the engine's
+ * `generateOptionsFromRequest` (the one the CLI's flags go through too, so both read a field the same
+ * way); this file adds only what differs for an OpenAI server: OpenAI's defaults where the request
+ * leaves a field out (temperature 1 rather than the engine's greedy 0; no max_tokens = until EOS or
+ * the context is full rather than 256).
  */
-import type { GenerateOptions } from '@mlxcel/engine';
+import { generateOptionsFromRequest, type GenerateOptions } from '@mlxcel/engine';
 
 /** The structured-clone-safe part of GenerateOptions a request sets (sent to the engine worker). */
 export type EngineSamplingOptions = Pick<
@@ -26,24 +29,13 @@ export interface SamplingFields {
   logit_bias?: Record<string, number> | null;
 }
 
-/**
- * OpenAI's defaults: temperature 1, top_p 1; no max_tokens means "until EOS or the context is full"
- * (`maxTokens` is then the room left after the prompt, filled in by the caller).
- */
+/** `roomLeft`: context tokens after the prompt (the cap on, and default for, max_tokens). */
 export function samplingOptions(body: SamplingFields, roomLeft: number): EngineSamplingOptions {
-  const stop = body.stop;
-  const bias = body.logit_bias;
+  const mapped = generateOptionsFromRequest(body as Record<string, unknown>);
   return {
-    maxTokens: Math.min(body.max_completion_tokens ?? body.max_tokens ?? roomLeft, roomLeft),
-    temperature: body.temperature ?? 1,
-    topP: body.top_p ?? 1,
-    topK: body.top_k ?? 0,
-    minP: body.min_p ?? 0,
-    presencePenalty: body.presence_penalty ?? 0,
-    frequencyPenalty: body.frequency_penalty ?? 0,
-    repetitionPenalty: body.repetition_penalty ?? 1,
-    seed: body.seed ?? undefined,
-    stop: stop == null ? [] : typeof stop === 'string' ? [stop] : stop,
-    logitBias: bias ? Object.fromEntries(Object.entries(bias).map(([k, v]) => [Number(k), v])) : undefined,
+    ...mapped,
+    maxTokens: Math.min(mapped.maxTokens ?? roomLeft, roomLeft),
+    temperature: mapped.temperature ?? 1,
+    logitBias: mapped.logitBias as Record<number, number> | undefined,
   };
 }

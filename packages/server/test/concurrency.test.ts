@@ -97,11 +97,12 @@ describe('concurrency and faults', () => {
 
 describe('graceful shutdown', () => {
   it('SIGTERM: new requests refused, short requests finish, long streams end with a final chunk, an error event and [DONE]; exit 0', async () => {
-    const srv = await serve(['--model-name', 'tiny', '--shutdown-grace', '0.5', '--no-webui']);
+    const srv = await serve(['--model-name', 'tiny', '--shutdown-grace', '2', '--no-webui']);
     try {
       const short = post(srv.base, '/v1/chat/completions', body(1, { max_tokens: 8 }));
-      const long = stream(srv.base, body(2, { max_tokens: 4000 }));
-      const longJson = post(srv.base, '/v1/chat/completions', body(3, { max_tokens: 4000 }));
+      // n: 8 makes every step decode 8 more sequences: these cannot finish within the grace period.
+      const long = stream(srv.base, body(2, { max_tokens: 4000, n: 8 }));
+      const longJson = post(srv.base, '/v1/chat/completions', body(3, { max_tokens: 4000, n: 8 }));
       await new Promise((r) => setTimeout(r, 300));
       srv.proc.kill('SIGTERM');
       await new Promise((r) => setTimeout(r, 100));
@@ -113,7 +114,8 @@ describe('graceful shutdown', () => {
       const l = await long;
       expect(l.events.at(-1)).toBe('[DONE]');
       expect(l.events.at(-2).error).toMatchObject({ code: 'server_shutdown' });
-      expect(l.events.at(-3).choices[0].finish_reason).toBe('length');
+      const finals = l.events.filter((e) => e !== '[DONE]' && e.choices?.[0]?.finish_reason);
+      expect(finals.map((e) => e.choices[0].finish_reason)).toEqual(Array(8).fill('length'));
       const j = await longJson;
       expect(j.status).toBe(503);
       expect(j.json.error.code).toBe('server_shutdown');
