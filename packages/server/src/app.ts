@@ -125,6 +125,8 @@ export async function buildApp(engine: EngineClient, o: AppOptions): Promise<Bui
     if (err instanceof ApiError) e = err;
     else if (err.validation) e = fromValidation(err.validation as never);
     else if (err instanceof EngineError) e = fromEngineError(err, req.url.includes('chat') ? 'messages' : 'prompt');
+    // The engine's request mapper (a range the schema did not narrow): a 400 naming the field.
+    else if (err.code === 'REQUEST_FIELD_INVALID') e = new ApiError(400, err.message, { param: String((err as { field?: string }).field ?? '').replace(/"/g, '') || null, code: 'invalid_value' });
     else if (err.statusCode && err.statusCode < 500) e = new ApiError(err.statusCode, err.message, { code: err.code?.toLowerCase() ?? null });
     else {
       req.log.error({ err }, 'server fault');
@@ -140,7 +142,7 @@ export async function buildApp(engine: EngineClient, o: AppOptions): Promise<Bui
   app.get('/health', async (_req, reply) => {
     if (engine.status !== 'ready') return reply.code(503).send({ status: engine.status === 'loading' ? 'loading' : 'failed' });
     if (draining) return reply.code(503).send({ status: 'shutting_down' });
-    return { status: 'ok', model: o.served.name, context_length: engine.model?.maxContext ?? null, queue_depth: engine.load.waiting, active_sequences: engine.load.active };
+    return { status: 'ok', model: o.served.name, context_length: engine.model!.maxContext, queue_depth: engine.load.waiting, active_sequences: engine.load.active };
   });
   app.get('/metrics', async (_req, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
 

@@ -1,9 +1,11 @@
 /**
- * The one place a validated OpenAI request becomes engine sampling options. The request has already
- * passed the JSON schema (types and ranges); the mapping itself is the engine's, shared with the CLI.
+ * A validated OpenAI request -> engine sampling options. The field mapping is the engine's
+ * `generateOptionsFromRequest` (the one the CLI's flags go through too, so both read a field the same
+ * way); this file adds only what differs for an OpenAI server: OpenAI's defaults where the request
+ * leaves a field out (temperature 1 rather than the engine's greedy 0; no max_tokens = until EOS or
+ * the context is full rather than 256).
  */
-import { generateOptionsFromRequest, RequestFieldError, type GenerateOptions } from '@mlxcel/engine';
-import { ApiError } from './errors.js';
+import { generateOptionsFromRequest, type GenerateOptions } from '@mlxcel/engine';
 
 /** The structured-clone-safe part of GenerateOptions a request sets (sent to the engine worker). */
 export type EngineSamplingOptions = Pick<
@@ -27,25 +29,13 @@ export interface SamplingFields {
   logit_bias?: Record<string, number> | null;
 }
 
-/**
- * The engine's one request mapper (`generateOptionsFromRequest`: the same fields, ranges and defaults as
- * the CLI's sampling flags — temperature 0 = greedy when unset; engine README, "Sampling options from a
- * request"). The server adds one rule of its own: no max_tokens means "until EOS or the context is
- * full" (`roomLeft`, the room after the prompt).
- */
+/** `roomLeft`: context tokens after the prompt (the cap on, and default for, max_tokens). */
 export function samplingOptions(body: SamplingFields, roomLeft: number): EngineSamplingOptions {
-  let o: GenerateOptions;
-  try {
-    o = generateOptionsFromRequest(body as Readonly<Record<string, unknown>>);
-  } catch (e) {
-    // The JSON schema admits a subset of the mapper's ranges, so this is a client mistake the schema missed: 400.
-    if (e instanceof RequestFieldError) throw new ApiError(400, e.message, { param: e.field.replace(/"/g, ''), code: 'invalid_value' });
-    throw e;
-  }
+  const mapped = generateOptionsFromRequest(body as Record<string, unknown>);
   return {
-    ...o,
-    maxTokens: Math.min(o.maxTokens ?? roomLeft, roomLeft),
-    stop: o.stop ?? [],
-    logitBias: o.logitBias as Record<number, number> | undefined,
+    ...mapped,
+    maxTokens: Math.min(mapped.maxTokens ?? roomLeft, roomLeft),
+    temperature: mapped.temperature ?? 1,
+    logitBias: mapped.logitBias as Record<number, number> | undefined,
   };
 }

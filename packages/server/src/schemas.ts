@@ -5,23 +5,33 @@
  * `best_of`, token ids below the vocabulary) are in requests.ts.
  */
 
+import { SAMPLING_FIELD_RULES } from '@mlxcel/engine';
+
 const nullable = (schema: Record<string, unknown>) => ({ anyOf: [schema, { type: 'null' }] });
 const int = (minimum: number, maximum?: number) => nullable({ type: 'integer', minimum, ...(maximum === undefined ? {} : { maximum }) });
-const num = (minimum: number, maximum: number) => nullable({ type: 'number', minimum, maximum });
+
+/**
+ * A sampling field with the range the engine's request mapper accepts (the CLI's flags get the same),
+ * narrowed where OpenAI documents less (`max_tokens` ≥ 1, `temperature` ≤ 2).
+ */
+const rule = (field: keyof typeof SAMPLING_FIELD_RULES, narrow: { min?: number; max?: number } = {}) => {
+  const r = SAMPLING_FIELD_RULES[field];
+  return nullable({ type: r.integer ? 'integer' : 'number', minimum: narrow.min ?? r.min, maximum: narrow.max ?? r.max });
+};
 
 /** Sampling fields chat and completions share. */
 const samplingProperties = {
   model: { type: 'string' },
-  max_tokens: int(1),
-  temperature: num(0, 2),
-  top_p: num(0, 1),
-  top_k: int(0),
-  min_p: num(0, 1),
-  presence_penalty: num(-2, 2),
-  frequency_penalty: num(-2, 2),
-  repetition_penalty: nullable({ type: 'number', exclusiveMinimum: 0, maximum: 100 }),
+  max_tokens: rule('max_tokens', { min: 1 }),
+  temperature: rule('temperature', { max: 2 }),
+  top_p: rule('top_p'),
+  top_k: rule('top_k'),
+  min_p: rule('min_p'),
+  presence_penalty: rule('presence_penalty'),
+  frequency_penalty: rule('frequency_penalty'),
+  repetition_penalty: rule('repetition_penalty'),
   n: int(1, 16),
-  seed: int(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER),
+  seed: rule('seed'),
   stop: nullable({ anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string', minLength: 1 }, maxItems: 16 }] }),
   stream: nullable({ type: 'boolean' }),
   stream_options: nullable({
@@ -67,7 +77,7 @@ export const chatRequestSchema = {
   properties: {
     ...samplingProperties,
     messages: { type: 'array', minItems: 1, items: message },
-    max_completion_tokens: int(1),
+    max_completion_tokens: rule('max_completion_tokens', { min: 1 }),
     logprobs: nullable({ type: 'boolean' }),
     top_logprobs: int(0, 20),
   },

@@ -41,7 +41,7 @@ describe('embedded server: health, metrics, logs, auth, CORS', () => {
     expect(firstHealth).toEqual({ status: 503, body: { status: 'loading' } });
     const r = await fetch(`${base}/health`);
     expect(r.status).toBe(200);
-    expect(await r.json()).toEqual({ status: 'ok', model: 'tiny', queue_depth: 0, active_sequences: 0 });
+    expect(await r.json()).toEqual({ status: 'ok', model: 'tiny', context_length: 4096, queue_depth: 0, active_sequences: 0 });
   });
 
   it('--api-key: a Bearer token on /v1/* and /metrics, /health open', async () => {

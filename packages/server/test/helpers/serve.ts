@@ -53,7 +53,7 @@ export async function serve(args: string[] = [], env: Record<string, string> = {
 }
 
 /** POST JSON (any string body) and return status, headers and parsed JSON. */
-export async function post(base: string, path: string, body: unknown, headers: Record<string, string> = {}) {
+export async function post(base: string, path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; json: any }> {
   const r = await fetch(`${base}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
