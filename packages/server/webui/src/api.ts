@@ -102,7 +102,7 @@ export class ApiClient {
       if (res.status !== 401) return res;
       await res.body?.cancel();
       const entered = await this.askKey(key ? 'The server refused that key. Enter the correct API key.' : 'This server needs an API key. It is kept in this tab\'s session storage only.');
-      if (entered === null) throw describeError(401, null, null);
+      if (entered === null) throw new ApiError(401, 'This server needs an API key (401), and none was entered. Reload the page to enter one.', 'invalid_api_key');
       sessionStorage.setItem(KEY_STORAGE, entered);
     }
   }
