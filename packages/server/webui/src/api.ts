@@ -83,7 +83,8 @@ function stringField(o: Record<string, unknown>, keys: string[]): string | null 
 }
 
 const CONTEXT_KEYS = ['context_length', 'max_model_len', 'n_ctx', 'context_window', 'max_context_length'];
-const MODEL_KEYS = ['model', 'model_name', 'model_id', 'id'];
+// Field names other servers use too, so the page also reads a /health that is not mlxcel's.
+const MODEL_KEYS = ['model', 'model_name', 'model_id'];
 
 export class ApiClient {
   constructor(private readonly askKey: KeyPrompt) {}
@@ -133,7 +134,7 @@ export class ApiClient {
         else info.loading = true;
       }
       if (body && typeof body === 'object') {
-        info.model = stringField(body, MODEL_KEYS.filter((k) => k !== 'id'));
+        info.model = stringField(body, MODEL_KEYS);
         info.contextLength = numberField(body, CONTEXT_KEYS);
       }
     } catch {
