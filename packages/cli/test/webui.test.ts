@@ -72,6 +72,10 @@ describe('chat page of mlxcel serve (headless Chromium, demo model)', () => {
   it('streams token by token, sends the settings, regenerates, and keeps the conversation across a reload', async () => {
     const { page, errors, requests } = await openPage(served.url);
     await modelShown(page);
+    // The context length comes from the server's /health.
+    const { context_length } = (await (await fetch(`${served.url}health`)).json()) as { context_length: number };
+    expect(context_length).toBeGreaterThan(0);
+    expect(await page.textContent('#model-ctx')).toBe(`· ${context_length.toLocaleString('en')}-token context`);
 
     // Record every length the answer's text passes through while it streams.
     await page.evaluate(() => {

@@ -140,7 +140,7 @@ export async function buildApp(engine: EngineClient, o: AppOptions): Promise<Bui
   app.get('/health', async (_req, reply) => {
     if (engine.status !== 'ready') return reply.code(503).send({ status: engine.status === 'loading' ? 'loading' : 'failed' });
     if (draining) return reply.code(503).send({ status: 'shutting_down' });
-    return { status: 'ok', model: o.served.name, queue_depth: engine.load.waiting, active_sequences: engine.load.active };
+    return { status: 'ok', model: o.served.name, context_length: engine.model?.maxContext ?? null, queue_depth: engine.load.waiting, active_sequences: engine.load.active };
   });
   app.get('/metrics', async (_req, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
 

@@ -37,11 +37,13 @@ describe('embedded server: health, metrics, logs, auth, CORS', () => {
   });
   afterAll(async () => srv?.close(0));
 
-  it('/health: 503 while the model loads, then the model, queue depth and active sequences', async () => {
+  it('/health: 503 while the model loads, then the model, its context length, queue depth and active sequences', async () => {
     expect(firstHealth).toEqual({ status: 503, body: { status: 'loading' } });
     const r = await fetch(`${base}/health`);
     expect(r.status).toBe(200);
-    expect(await r.json()).toEqual({ status: 'ok', model: 'tiny', queue_depth: 0, active_sequences: 0 });
+    const health = (await r.json()) as { context_length: number };
+    expect(health).toEqual({ status: 'ok', model: 'tiny', context_length: expect.any(Number), queue_depth: 0, active_sequences: 0 });
+    expect(health.context_length).toBeGreaterThan(0);
   });
 
   it('--api-key: a Bearer token on /v1/* and /metrics, /health open', async () => {
