@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { defineConfig } from 'tsup';
+import { libraryBuild } from '../../tsup.preset';
 
 // The worker threads are entries of their own (new Worker(url) loads them from dist/worker/); the
 // web UI module is bundled when this build has one (see src/webui-route.ts).
@@ -10,12 +11,4 @@ const entry: Record<string, string> = {
 };
 if (existsSync('src/webui.ts')) entry.webui = 'src/webui.ts';
 
-export default defineConfig({
-  entry,
-  format: ['esm'],
-  dts: { entry: 'src/index.ts' },
-  sourcemap: true,
-  clean: true,
-  target: 'node20',
-  platform: 'node',
-});
+export default defineConfig(libraryBuild({ entry, dts: { entry: 'src/index.ts' } }));

@@ -17,11 +17,11 @@ export interface Served {
 
 /** Polls GET /health until it answers 200: the server may listen before its model has loaded (503 till then). */
 async function waitReady(base: string, log: () => string): Promise<void> {
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + 120_000;
   for (;;) {
     const status = await fetch(`${base}health`).then((r) => r.status, () => 0);
     if (status === 200) return;
-    if (Date.now() > deadline) throw new Error(`mlxcel serve at ${base} not ready in 30 s (/health: ${status}):\n${log()}`);
+    if (Date.now() > deadline) throw new Error(`mlxcel serve at ${base} not ready in 120 s (/health: ${status}):\n${log()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -40,8 +40,8 @@ export function serveDemo(extra: string[] = []): Promise<Served> {
     let found = false;
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`mlxcel serve printed no address in 30 s:\n${log}`));
-    }, 30_000);
+      reject(new Error(`mlxcel serve printed no address in 120 s:\n${log}`));
+    }, 120_000);
     const served = (url: string): Served => ({
       url,
       stop: () => new Promise((done) => {
