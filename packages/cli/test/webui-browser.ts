@@ -15,7 +15,21 @@ export interface Served {
   stop(): Promise<void>;
 }
 
-/** Starts `mlxcel serve --demo --port 0 ...extra` and resolves with its base URL (`http://host:port/`) once it listens. */
+/** Polls GET /health until it answers 200: the server may listen before its model has loaded (503 till then). */
+async function waitReady(base: string, log: () => string): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const status = await fetch(`${base}health`).then((r) => r.status, () => 0);
+    if (status === 200) return;
+    if (Date.now() > deadline) throw new Error(`mlxcel serve at ${base} not ready in 120 s (/health: ${status}):\n${log()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * Starts `mlxcel serve --demo --port 0 ...extra` and resolves with its base URL (`http://host:port/`)
+ * once it listens and /health says ready.
+ */
 export function serveDemo(extra: string[] = []): Promise<Served> {
   return new Promise((resolve, reject) => {
     const child: ChildProcess = spawn(process.execPath, [BIN, 'serve', '--demo', '--port', '0', ...extra], {
@@ -23,30 +37,35 @@ export function serveDemo(extra: string[] = []): Promise<Served> {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let log = '';
+    let found = false;
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`mlxcel serve did not start in 120 s:\n${log}`));
+      reject(new Error(`mlxcel serve printed no address in 120 s:\n${log}`));
     }, 120_000);
+    const served = (url: string): Served => ({
+      url,
+      stop: () => new Promise((done) => {
+        if (child.exitCode !== null) return done();
+        child.once('exit', () => done());
+        child.kill('SIGTERM');
+      }),
+    });
     const onData = (d: Buffer) => {
       log += d.toString();
-      const m = /serving .* on (http:\/\/[^/\s]+)\/v1/.exec(log);
-      if (m) {
+      // "serving <model> on http://host:port/v1" or "listening on http://host:port (loading the model...)"
+      const m = /(?:serving .* on|listening on) (http:\/\/[^/\s]+)/.exec(log);
+      if (m && !found) {
+        found = true;
         clearTimeout(timer);
-        resolve({
-          url: `${m[1]!}/`,
-          stop: () => new Promise((done) => {
-            if (child.exitCode !== null) return done();
-            child.once('exit', () => done());
-            child.kill('SIGTERM');
-          }),
-        });
+        const s = served(`${m[1]!}/`);
+        waitReady(s.url, () => log).then(() => resolve(s), (e: unknown) => void s.stop().then(() => reject(e)));
       }
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
     child.once('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`mlxcel serve exited with ${code}:\n${log}`));
+      if (!found) reject(new Error(`mlxcel serve exited with ${code}:\n${log}`));
     });
   });
 }

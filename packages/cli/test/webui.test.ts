@@ -8,7 +8,7 @@
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Browser, BrowserContext, Page, Request } from 'playwright-core';
+import type { Browser, BrowserContext, Page, Request, Route } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { collectErrors, launchChromium, serveDemo, type Served } from './webui-browser.js';
 
@@ -46,6 +46,11 @@ async function openPage(url: string, viewport = { width: 1280, height: 800 }): P
   return { page, errors, requests };
 }
 
+/** The header names the demo model (the page polls /health every 2 s while a model loads). */
+async function modelShown(page: Page): Promise<void> {
+  await expect.poll(() => page.textContent('#model-name'), { timeout: 15_000 }).toMatch(DEMO_ID);
+}
+
 async function setSetting(page: Page, field: string, value: string): Promise<void> {
   if (await page.locator('#settings').isHidden()) await page.click('#toggle-settings');
   await page.fill(`#s-${field}`, value);
@@ -66,7 +71,11 @@ async function answerDone(page: Page): Promise<string> {
 describe('chat page of mlxcel serve (headless Chromium, demo model)', () => {
   it('streams token by token, sends the settings, regenerates, and keeps the conversation across a reload', async () => {
     const { page, errors, requests } = await openPage(served.url);
-    await expect.poll(() => page.textContent('#model-name')).toMatch(DEMO_ID);
+    await modelShown(page);
+    // The context length comes from the server's /health.
+    const { context_length } = (await (await fetch(`${served.url}health`)).json()) as { context_length: number };
+    expect(context_length).toBeGreaterThan(0);
+    expect(await page.textContent('#model-ctx')).toBe(`· ${context_length.toLocaleString('en')}-token context`);
 
     // Record every length the answer's text passes through while it streams.
     await page.evaluate(() => {
@@ -131,7 +140,7 @@ describe('chat page of mlxcel serve (headless Chromium, demo model)', () => {
 
   it('stops mid-stream with Esc, keeps the partial answer, and Shift+Enter adds a line instead of sending', async () => {
     const { page, errors, requests } = await openPage(served.url);
-    await expect.poll(() => page.textContent('#model-name')).toMatch(DEMO_ID);
+    await modelShown(page);
     await page.fill('#input', 'line one');
     await page.press('#input', 'Shift+Enter');
     await page.keyboard.type('line two');
@@ -217,7 +226,7 @@ describe('chat page of mlxcel serve (headless Chromium, demo model)', () => {
     // /health first says the model is loading (503), then reports the model and its context.
     const health = [{ status: 503, json: { status: 'loading' } }, { json: { status: 'ok', model: 'demo-model', context_length: 4096 } }];
     await page.route('**/health', (route) => route.fulfill(health.length > 1 ? health.shift()! : health[0]!));
-    const replies = [
+    const replies: Parameters<Route['fulfill']>[0][] = [
       { status: 429, headers: { 'retry-after': '3' }, json: { error: { message: 'queue is full', type: 'rate_limit_error', param: null, code: 'rate_limit_exceeded' } } },
       { status: 400, json: { error: { message: 'prompt is 5000 tokens, the context holds 4096', type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' } } },
       { status: 503, json: { error: { message: 'model is loading', type: 'server_error', param: null, code: null } } },
@@ -254,14 +263,14 @@ describe('chat page of mlxcel serve (headless Chromium, demo model)', () => {
     await expect.poll(() => page.textContent('#key-reason')).toMatch(/refused/);
     await page.fill('#key-input', API_KEY);
     await page.press('#key-input', 'Enter');
-    await expect.poll(() => page.textContent('#model-name')).toMatch(DEMO_ID);
+    await modelShown(page);
     await setSetting(page, 'max_tokens', '6');
     await sendMessage(page, 'hi');
     expect(await answerDone(page)).toMatch(/6 generated tokens/);
     expect(requests).toHaveLength(1);
     // Reloading the tab reuses the key from sessionStorage: no second prompt.
     await page.reload();
-    await expect.poll(() => page.textContent('#model-name')).toMatch(DEMO_ID);
+    await modelShown(page);
     expect(await dialog.isVisible()).toBe(false);
     expect(await page.evaluate(() => sessionStorage.getItem('mlxcel.apiKey'))).toBe(API_KEY);
     expect(errors.filter((e) => !/status of 401/.test(e))).toEqual([]);

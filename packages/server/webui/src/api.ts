@@ -83,7 +83,8 @@ function stringField(o: Record<string, unknown>, keys: string[]): string | null 
 }
 
 const CONTEXT_KEYS = ['context_length', 'max_model_len', 'n_ctx', 'context_window', 'max_context_length'];
-const MODEL_KEYS = ['model', 'model_name', 'model_id', 'id'];
+// Field names other servers use too, so the page also reads a /health that is not mlxcel's.
+const MODEL_KEYS = ['model', 'model_name', 'model_id'];
 
 export class ApiClient {
   constructor(private readonly askKey: KeyPrompt) {}
@@ -102,7 +103,7 @@ export class ApiClient {
       if (res.status !== 401) return res;
       await res.body?.cancel();
       const entered = await this.askKey(key ? 'The server refused that key. Enter the correct API key.' : 'This server needs an API key. It is kept in this tab\'s session storage only.');
-      if (entered === null) throw describeError(401, null, null);
+      if (entered === null) throw new ApiError(401, 'This server needs an API key (401), and none was entered. Reload the page to enter one.', 'invalid_api_key');
       sessionStorage.setItem(KEY_STORAGE, entered);
     }
   }
@@ -133,7 +134,7 @@ export class ApiClient {
         else info.loading = true;
       }
       if (body && typeof body === 'object') {
-        info.model = stringField(body, MODEL_KEYS.filter((k) => k !== 'id'));
+        info.model = stringField(body, MODEL_KEYS);
         info.contextLength = numberField(body, CONTEXT_KEYS);
       }
     } catch {

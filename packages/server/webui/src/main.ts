@@ -243,6 +243,7 @@ async function loadServerInfo(): Promise<void> {
       return;
     }
     ui.modelName.textContent = server.model ?? 'model';
+    if (server.model) document.title = `${server.model.split('/').pop()} · mlxcel chat`;
     ui.modelName.title = server.model ?? '';
     ui.modelCtx.textContent = server.contextLength ? `· ${server.contextLength.toLocaleString('en')}-token context` : '';
   } catch (e) {
