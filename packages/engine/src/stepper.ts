@@ -5,6 +5,7 @@
  * and which token to run through the model next (null when the sequence has finished).
  */
 import type { SequenceState } from '@mlxcel/tensor';
+import { ConstrainedDecoding, compileConstraint } from './constraint/index.js';
 import { StreamingDetokenizer } from './detokenize.js';
 import { MlxcelError } from './errors.js';
 import type { GenerateOptions, GeneratedToken, GenerationStats } from './generate.js';
@@ -29,6 +30,8 @@ export class TokenStepper {
   private readonly detok: StreamingDetokenizer | null;
   private readonly stop: StopMatcher;
   private readonly history: number[];
+  /** The request's grammar matcher and mask, when its output is constrained. */
+  private readonly constrained: ConstrainedDecoding | null;
 
   constructor(private readonly loaded: LoadedModel, promptIds: Int32Array, opts: GenerateOptions, private readonly state: SequenceState) {
     this.maxTokens = opts.maxTokens ?? 256;
@@ -39,6 +42,8 @@ export class TokenStepper {
     this.detok = loaded.tokenizer ? new StreamingDetokenizer(loaded.tokenizer) : null;
     this.stop = new StopMatcher(opts.stop ?? []);
     this.history = Array.from(promptIds);
+    const compiled = opts.constraint !== undefined ? opts.constraint : constraintFor(loaded, opts);
+    this.constrained = compiled ? new ConstrainedDecoding(compiled) : null;
   }
 
   /** Whether another token may be sampled (the budget is not spent). */
@@ -54,7 +59,16 @@ export class TokenStepper {
   /** Samples from `logits` (the last position's row) and advances. */
   step(logits: Float32Array): StepResult {
     if (!this.hasBudget) return { items: [], next: null };
-    const { token, logprob } = this.sampler.sample(logits, this.history);
+    let token: number, logprob: number;
+    if (this.constrained) {
+      let lp = 0;
+      token = this.constrained.choose(this.maxTokens - this.generated, (mask) => {
+        const r = this.sampler.sample(logits, this.history, mask);
+        lp = r.logprob;
+        return r.token;
+      });
+      logprob = lp;
+    } else ({ token, logprob } = this.sampler.sample(logits, this.history));
     this.generated++;
     if (this.generated === 1) this.tFirst = performance.now();
     this.history.push(token);
@@ -99,4 +113,12 @@ export class TokenStepper {
       peakRssBytes: process.resourceUsage().maxRSS * 1024,
     };
   }
+}
+
+/** Compiles the request's responseFormat / grammar against the model's tokenizer (null: free text). */
+function constraintFor(loaded: LoadedModel, opts: GenerateOptions) {
+  const wants = opts.grammar !== undefined || (opts.responseFormat !== undefined && opts.responseFormat.type !== 'text');
+  if (!wants) return null;
+  if (!loaded.tokenizer) throw new MlxcelError('TOKENIZER_MISSING', `${loaded.dir} has no tokenizer: constrained output needs one`);
+  return compileConstraint({ grammar: opts.grammar, responseFormat: opts.responseFormat }, loaded.tokenizer, { vocabSize: loaded.model.vocabSize, eosIds: loaded.eosIds });
 }
