@@ -12,3 +12,4 @@ export { traceModel, writeTrace, compareTraces, perplexity, type TraceOptions, t
 export { randomModel, shrinkLayers, ensureDemoModel, defaultCacheDir, type RandomModelOptions } from './random.js';
 export { audioModelOf, audioPrompt, traceAudio, type AudioPrompt } from './audio.js';
 export * from './constraint/index.js';
+export * from './tools/index.js';

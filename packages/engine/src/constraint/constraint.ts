@@ -21,6 +21,8 @@ export interface ConstraintSpec {
   responseFormat?: ResponseFormat;
   /** A GBNF grammar (llama.cpp syntax), or a grammar built in code. */
   grammar?: string | Grammar;
+  /** Cache key for a grammar built in code (same key = same grammar), so repeated requests reuse its masks. */
+  key?: string;
 }
 
 export interface CompileOptions {
@@ -94,7 +96,7 @@ export function compileConstraint(spec: ConstraintSpec, tokenizer: Tokenizer, op
 }
 
 function specKey(spec: ConstraintSpec): string | null {
-  if (spec.grammar !== undefined) return typeof spec.grammar === 'string' ? `g:${spec.grammar}` : null;
+  if (spec.grammar !== undefined) return typeof spec.grammar === 'string' ? `g:${spec.grammar}` : spec.key !== undefined ? `k:${spec.key}` : null;
   const rf = spec.responseFormat;
   if (!rf || rf.type === 'text') return 'text';
   if (rf.type === 'json_object') return 'json_object';

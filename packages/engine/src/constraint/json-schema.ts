@@ -75,6 +75,71 @@ function jsonPrelude(b: GrammarBuilder): void {
 }
 
 
+/**
+ * How values are spelled. `json` is JSON; `gemma4` is the argument syntax of Gemma 4 tool calls
+ * (`{city:<|"|>Paris<|"|>,days:3}`: bare keys in sorted order, strings between `<|"|>` escape tokens,
+ * no whitespace), so the same schema compiler can force a call's arguments.
+ */
+export interface Dialect {
+  readonly tag: string;
+  /** Defines the prelude rules (value, string, number, …) in a fixed order. */
+  prelude(b: GrammarBuilder): void;
+  /** Prelude rule names. */
+  readonly value: string; readonly object: string; readonly string: string; readonly char: string;
+  readonly number: string; readonly integer: string;
+  /** Whitespace allowed between tokens (null: none). */
+  readonly ws: string | null;
+  /** Opening and closing of a string. */
+  quote(): Sequence;
+  /** A property name as written. */
+  key(name: string): Sequence;
+  /** The canonical spelling of a constant. */
+  literal(v: Json): string | Sequence;
+  /** Whether a pattern character must be escaped (JSON: quote, backslash, controls). */
+  readonly escapes: boolean;
+  /** Property order: schema order (json) or sorted (gemma4, whose template sorts keys). */
+  readonly sortKeys: boolean;
+}
+
+export const JSON_DIALECT: Dialect = {
+  tag: 'json', prelude: jsonPrelude, value: 'json-value', object: 'json-object', string: 'json-string', char: 'json-char',
+  number: 'json-number', integer: 'json-integer', ws: 'json-ws', quote: () => lit('"'), key: (n) => lit(JSON.stringify(n)),
+  literal: (v) => JSON.stringify(v), escapes: true, sortKeys: false,
+};
+
+/** Gemma 4's escape token `<|"|>` must be a token of the tokenizer: its id is given. */
+export function gemma4Dialect(quoteTokenId: number | null): Dialect {
+  const quote = (): Sequence => (quoteTokenId !== null ? [{ t: 'token', id: quoteTokenId }] : lit('<|"|>'));
+  const literal = (v: Json): Sequence => {
+    if (typeof v === 'string') return [...quote(), ...lit(v), ...quote()];
+    if (v === null || typeof v !== 'object') return lit(v === null ? 'null' : String(v));
+    if (Array.isArray(v)) {
+      const out: Sequence = lit('[');
+      v.forEach((x, i) => { if (i) out.push(...lit(',')); out.push(...literal(x)); });
+      return [...out, ...lit(']')];
+    }
+    const out: Sequence = lit('{');
+    Object.keys(v).sort().forEach((k, i) => { if (i) out.push(...lit(',')); out.push(...lit(`${k}:`), ...literal(v[k]!)); });
+    return [...out, ...lit('}')];
+  };
+  return {
+    tag: `gemma4:${quoteTokenId}`, value: 'g-value', object: 'g-object', string: 'g-string', char: 'g-char', number: 'json-number', integer: 'json-integer', ws: null,
+    quote, key: (n) => lit(n), literal, escapes: false, sortKeys: true,
+    prelude(b) {
+      jsonPrelude(b); // numbers
+      const value = b.rule('g-value'), obj = b.rule('g-object'), arr = b.rule('g-array'), str = b.rule('g-string'), chr = b.rule('g-char');
+      const key = b.rule('g-key');
+      b.define('g-char', [[cls([], true)]]);
+      b.define('g-string', [[...quote(), b.star([ref(chr)], 'g-chars'), ...quote()]]);
+      b.define('g-key', [[cls([65, 90, 95, 95, 97, 122]), b.star([cls([48, 57, 65, 90, 95, 95, 97, 122])], 'g-key-rest')]]);
+      const member = b.helper('g-member', [[ref(key), ...lit(':'), ref(value)]]);
+      b.define('g-object', [[...lit('{'), b.opt([ref(member), b.star([...lit(','), ref(member)], 'g-members')], 'g-body'), ...lit('}')]]);
+      b.define('g-array', [[...lit('['), b.opt([ref(value), b.star([...lit(','), ref(value)], 'g-items')], 'g-elems'), ...lit(']')]]);
+      b.define('g-value', [[ref(obj)], [ref(arr)], [ref(str)], [ref(b.rule('json-number'))], lit('true'), lit('false'), lit('null')]);
+    },
+  };
+}
+
 /** Free-form JSON: one object (`json_object`), or any value. */
 export function jsonGrammar(kind: 'object' | 'value' = 'object'): Grammar {
   const b = new GrammarBuilder('json_object', 'json');
@@ -101,12 +166,22 @@ export function jsonSchemaGrammar(schema: unknown): Grammar {
   return b.build('root', shared);
 }
 
+/**
+ * Adds rules matching one value valid against `schema`, spelled in `dialect`, to a builder whose
+ * prelude for that dialect is already defined; returns the sequence (for grammars that embed
+ * arguments in a larger format, such as tool calls).
+ */
+export function schemaValue(b: GrammarBuilder, schema: unknown, dialect: Dialect, path = '#'): Sequence {
+  return new SchemaCompiler(b, schema as Schema, dialect).value(schema as Schema, path);
+}
+
 class SchemaCompiler {
   private readonly refRules = new Map<string, number>();
-  private readonly ws: Element;
+  /** Whitespace between tokens, as a (possibly empty) sequence. */
+  private readonly wsSeq: Sequence;
 
-  constructor(private readonly b: GrammarBuilder, private readonly root: Schema) {
-    this.ws = ref(b.rule('json-ws'));
+  constructor(private readonly b: GrammarBuilder, private readonly root: Schema, private readonly d: Dialect = JSON_DIALECT) {
+    this.wsSeq = d.ws ? [ref(b.rule(d.ws))] : [];
   }
 
   private prelude(name: string): Element {
@@ -115,7 +190,7 @@ class SchemaCompiler {
 
   /** A sequence matching one JSON value valid against `s`. */
   value(s: Schema, path: string): Sequence {
-    if (s === true) return [this.prelude('json-value')];
+    if (s === true) return [this.prelude(this.d.value)];
     if (s === false) unsupported(path, 'the schema `false` matches no value');
     if (s === null || typeof s !== 'object' || Array.isArray(s)) unsupported(path, 'a schema must be an object or a boolean');
     const o = s as Record<string, unknown>;
@@ -172,7 +247,7 @@ class SchemaCompiler {
     for (const k of ['maximum', 'exclusiveMaximum', 'exclusiveMinimum', 'multipleOf']) {
       if (k in o) unsupported(`${path}/${k}`, `keyword "${k}" is not supported`);
     }
-    const base = this.prelude(integer ? 'json-integer' : 'json-number');
+    const base = this.prelude(integer ? this.d.integer : this.d.number);
     if ('minimum' in o) {
       if (o.minimum !== 0) unsupported(`${path}/minimum`, 'only minimum: 0 is supported');
       // Non-negative: the same grammar without the sign.
@@ -202,10 +277,10 @@ class SchemaCompiler {
     }
     if (pattern !== undefined) {
       if ('minLength' in o || 'maxLength' in o) unsupported(`${path}/pattern`, 'pattern (or format) together with minLength/maxLength is not supported');
-      return [...lit('"'), ...new RegexCompiler(this.b, pattern, `${path}/pattern`).compile(), ...lit('"')];
+      return [...this.d.quote(), ...new RegexCompiler(this.b, pattern, `${path}/pattern`, this.d).compile(), ...this.d.quote()];
     }
-    if (min === 0 && max === Infinity) return [this.prelude('json-string')];
-    return [...lit('"'), ...this.b.repeat([this.prelude('json-char')], min, max, 'chars'), ...lit('"')];
+    if (min === 0 && max === Infinity) return [this.prelude(this.d.string)];
+    return [...this.d.quote(), ...this.b.repeat([this.prelude(this.d.char)], min, max, 'chars'), ...this.d.quote()];
   }
 
   private count(o: Record<string, unknown>, key: string, path: string, dflt: number): number {
@@ -232,8 +307,8 @@ class SchemaCompiler {
       prefix = o.items as Schema[];
       if ('additionalItems' in o) rest = o.additionalItems as Schema;
     } else if ('items' in o) rest = o.items as Schema;
-    const ws = this.ws;
-    const sep: Sequence = [ws, ...lit(','), ws];
+    const ws = this.wsSeq;
+    const sep: Sequence = [...ws, ...lit(','), ...ws];
     // items[i] for i < prefix.length, then `rest` (false: none).
     const itemAt = (i: number): Sequence | null => {
       if (i < prefix.length) return this.value(prefix[i]!, `${path}/prefixItems/${i}`);
@@ -264,10 +339,10 @@ class SchemaCompiler {
       if (total === 0) return [[]];
       const seq0 = 0 < prefix.length ? itemAt(0)! : [ref(restRule)];
       const next = tail(1);
-      const withItems: Sequence = [ws, ...seq0, ...(next ? [next] : [])];
+      const withItems: Sequence = [...ws, ...seq0, ...(next ? [next] : [])];
       return min === 0 ? [withItems, []] : [withItems];
     };
-    return [...lit('['), ref(this.b.helper('array', first())), ws, ...lit(']')];
+    return [...lit('['), ref(this.b.helper('array', first())), ...ws, ...lit(']')];
   }
 
   private object(o: Record<string, unknown>, path: string): Sequence {
@@ -282,22 +357,26 @@ class SchemaCompiler {
     const names = Object.keys(props);
     // Required names missing from properties are still generated, with any value.
     for (const r of required) if (!(r in props)) names.push(r);
+    if (this.d.sortKeys) names.sort();
     const extra = o.additionalProperties;
-    const ws = this.ws;
-    const kv = (name: string): Sequence => [...lit(JSON.stringify(name)), ws, ...lit(':'), ws, ...this.value(name in props ? props[name]! : true, `${path}/properties/${name}`)];
+    const ws = this.wsSeq;
+    const kv = (name: string): Sequence => [...this.d.key(name), ...ws, ...lit(':'), ...ws, ...this.value(name in props ? props[name]! : true, `${path}/properties/${name}`)];
     let extraRule: number | null = null;
     if (extra !== undefined && extra !== false) {
       const valueSeq = this.value(extra as Schema, `${path}/additionalProperties`);
-      const key = names.length ? [ref(this.keyExcluding(names))] : [this.prelude('json-string')];
-      extraRule = this.b.helper('extra-member', [[...key, ws, ...lit(':'), ws, ...valueSeq]]);
+      let key: Sequence;
+      if (this.d.escapes) key = names.length ? [ref(this.keyExcluding(names))] : [this.prelude(this.d.string)];
+      else if (names.length) unsupported(`${path}/additionalProperties`, 'additionalProperties next to properties is not supported in tool-call arguments');
+      else key = [ref(this.b.rule('g-key'))];
+      extraRule = this.b.helper('extra-member', [[...key, ...ws, ...lit(':'), ...ws, ...valueSeq]]);
     }
     // seq(i, prev): members from names[i] on; prev = something was emitted (a comma comes first).
     const memo = new Map<string, Element>();
     const seq = (i: number, prev: boolean): Sequence => {
-      const comma: Sequence = prev ? [ws, ...lit(','), ws] : [];
+      const comma: Sequence = prev ? [...ws, ...lit(','), ...ws] : [];
       if (i === names.length) {
         if (extraRule === null) return [];
-        const more = this.b.star([ws, ...lit(','), ws, ref(extraRule)], 'extra');
+        const more = this.b.star([...ws, ...lit(','), ...ws, ref(extraRule)], 'extra');
         return prev ? [more] : [ref(this.b.helper('extras', [[ref(extraRule), more], []]))];
       }
       const k = `${i},${prev}`;
@@ -309,7 +388,7 @@ class SchemaCompiler {
       }
       return [memo.get(k)!];
     };
-    return [...lit('{'), ws, ...seq(0, false), ws, ...lit('}')];
+    return [...lit('{'), ...ws, ...seq(0, false), ...ws, ...lit('}')];
   }
 
   /** A JSON string that is none of `names` (extra keys must not repeat a declared property). */
@@ -346,10 +425,10 @@ class SchemaCompiler {
 
   /** The canonical JSON text of a value. */
   private literal(v: Json, path: string): Sequence {
-    let text: string;
-    try { text = JSON.stringify(v); } catch { unsupported(path, 'value is not JSON'); }
-    if (text === undefined) unsupported(path, 'value is not JSON');
-    return lit(text);
+    let out: string | Sequence;
+    try { out = this.d.literal(v); } catch { unsupported(path, 'value is not JSON'); }
+    if (out === undefined) unsupported(path, 'value is not JSON');
+    return typeof out === 'string' ? lit(out) : out;
   }
 
   private refTo(pointer: string, path: string): Element {
@@ -472,7 +551,7 @@ function jsonType(v: unknown): string {
  */
 class RegexCompiler {
   private i = 0;
-  constructor(private readonly b: GrammarBuilder, private readonly src: string, private readonly path: string) {}
+  constructor(private readonly b: GrammarBuilder, private readonly src: string, private readonly path: string, private readonly d: Dialect = JSON_DIALECT) {}
 
   compile(): Sequence {
     let s = this.src;
@@ -484,7 +563,7 @@ class RegexCompiler {
     const alts = this.alternatives(s);
     if (this.i < s.length) this.fail(`unexpected ${JSON.stringify(s[this.i])}`);
     const body = ref(this.b.helper('pattern', alts));
-    const anyChar = [ref(this.b.rule('json-char'))];
+    const anyChar = [ref(this.b.rule(this.d.char))];
     const out: Sequence = [];
     if (!anchoredStart) out.push(this.b.star(anyChar, 'pattern-any'));
     out.push(body);
@@ -614,6 +693,7 @@ class RegexCompiler {
 
   /** One character from a set, as JSON string content: plain where JSON allows, else its escape. */
   private charSet(set: { ranges: number[]; neg: boolean }): Sequence {
+    if (!this.d.escapes) return [cls(set.ranges, set.neg)];
     const special = [0x22, 0x5c];
     for (let c = 0; c < 0x20; c++) special.push(c);
     const inSet = (cp: number) => {
