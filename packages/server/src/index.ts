@@ -3,10 +3,16 @@
  * /v1/completions (JSON or SSE streaming), /health. Requests go through the engine's continuous-batching
  * scheduler: up to `maxBatch` of them are decoded together (one forward pass per step for all), the rest
  * wait in arrival order; a client that disconnects cancels its request.
+ * Structured output and tools: `response_format`, `tools`, `tool_choice`, `parallel_tool_calls` on
+ * /v1/chat/completions and a llama.cpp-style `grammar` on both routes go through the engine's
+ * `prepareChatRequest` / `compileConstraint`; their client errors are 400s naming the construct.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { BatchScheduler, type GenerateOptions, type LoadedModel, type PromptInput } from '@mlxcel/engine';
+import {
+  BatchScheduler, CLIENT_ERROR_CODES, type ChatRequestFields, compileConstraint, type GenerateOptions, type LoadedModel, MlxcelError,
+  prepareChatRequest, type PromptInput, type ToolCallDelta, type ToolCallStreamParser,
+} from '@mlxcel/engine';
 
 export interface ServerOptions {
   host?: string;
@@ -26,7 +32,7 @@ export interface RunningServer {
 }
 
 class HttpError extends Error {
-  constructor(readonly status: number, message: string, readonly type = 'invalid_request_error') {
+  constructor(readonly status: number, message: string, readonly type = 'invalid_request_error', readonly code?: string) {
     super(message);
   }
 }
@@ -80,6 +86,16 @@ export function requestOptions(body: Record<string, unknown>): GenerateOptions {
   };
 }
 
+/** Runs request preparation; engine errors the client caused become 400s with the engine's message. */
+function clientErrors(f: () => void): void {
+  try {
+    f();
+  } catch (e) {
+    if (e instanceof MlxcelError && CLIENT_ERROR_CODES.has(e.code)) throw new HttpError(400, e.message, 'invalid_request_error', e.code);
+    throw e;
+  }
+}
+
 function send(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
@@ -107,11 +123,25 @@ export async function startServer(loaded: LoadedModel, opts: ServerOptions = {})
       if (typeof body.prompt !== 'string') throw new HttpError(400, '"prompt" must be a string');
       prompt = body.prompt;
     }
-    const options = requestOptions(body);
+    const options: GenerateOptions = requestOptions(body);
     const stream = body.stream === true;
     const id = `${chat ? 'chatcmpl' : 'cmpl'}-${Date.now().toString(36)}${(served++).toString(36)}`;
     const abort = new AbortController();
     res.on('close', () => abort.abort());
+    let parser: ToolCallStreamParser | null = null;
+    clientErrors(() => {
+      const structured = ['tools', 'tool_choice', 'response_format', 'grammar'].some((k) => body[k] !== undefined && body[k] !== null);
+      if (chat && structured && loaded.tokenizer) {
+        const prep = prepareChatRequest(loaded, body as unknown as ChatRequestFields);
+        prompt = prep.promptIds;
+        options.constraint = prep.constraint;
+        options.suppressedIds = prep.suppressedIds;
+        parser = prep.newParser();
+      } else if (!chat && body.grammar !== undefined && body.grammar !== null && loaded.tokenizer) {
+        if (typeof body.grammar !== 'string') throw new HttpError(400, '"grammar" must be a GBNF string');
+        options.constraint = compileConstraint({ grammar: body.grammar }, loaded.tokenizer, { vocabSize: loaded.model.vocabSize, eosIds: loaded.eosIds });
+      }
+    });
     const gen = scheduler.submit(prompt, { ...options, noChatTemplate: !chat, signal: abort.signal });
     // SSE headers go out with the first token, so a request that fails before it (a bad prompt) still
     // gets a JSON error with its status code.
@@ -119,18 +149,32 @@ export async function startServer(loaded: LoadedModel, opts: ServerOptions = {})
       if (!res.headersSent) res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
     };
     let text = '';
+    const calls: ToolCallDelta[] = [];
+    const chunk = (delta: Record<string, unknown>) =>
+      res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: created(), model: modelName, choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`);
+    const emit = (piece: string, toolCalls: ToolCallDelta[]) => {
+      text += piece;
+      calls.push(...toolCalls);
+      if (!stream) return;
+      if (piece) {
+        if (chat) chunk({ role: 'assistant', content: piece });
+        else res.write(`data: ${JSON.stringify({ id, object: 'text_completion', created: created(), model: modelName, choices: [{ index: 0, text: piece, finish_reason: null }] })}\n\n`);
+      }
+      if (toolCalls.length) chunk({ role: 'assistant', tool_calls: toolCalls });
+    };
     for await (const t of gen) {
       if (stream) startStream();
-      text += t.text;
-      if (stream && t.text) {
-        const delta = chat
-          ? { id, object: 'chat.completion.chunk', created: created(), model: modelName, choices: [{ index: 0, delta: { content: t.text }, finish_reason: null }] }
-          : { id, object: 'text_completion', created: created(), model: modelName, choices: [{ index: 0, text: t.text, finish_reason: null }] };
-        res.write(`data: ${JSON.stringify(delta)}\n\n`);
-      }
+      if (parser) {
+        const o = (parser as ToolCallStreamParser).push(t.text);
+        emit(o.content, o.toolCalls);
+      } else emit(t.text, []);
+    }
+    if (parser) {
+      const o = (parser as ToolCallStreamParser).flush();
+      emit(o.content, o.toolCalls);
     }
     const s = await gen.stats;
-    const finish = s.finishReason === 'length' ? 'length' : 'stop';
+    const finish = calls.length ? 'tool_calls' : s.finishReason === 'length' ? 'length' : 'stop';
     const usage = { prompt_tokens: s.promptTokens, completion_tokens: s.generatedTokens, total_tokens: s.promptTokens + s.generatedTokens };
     if (stream) {
       startStream();
@@ -140,7 +184,10 @@ export async function startServer(loaded: LoadedModel, opts: ServerOptions = {})
       res.write(`data: ${JSON.stringify(last)}\n\ndata: [DONE]\n\n`);
       res.end();
     } else if (chat) {
-      send(res, 200, { id, object: 'chat.completion', created: created(), model: modelName, choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: finish }], usage });
+      const message = calls.length
+        ? { role: 'assistant', content: text.trim() ? text : null, tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: c.function })) }
+        : { role: 'assistant', content: text };
+      send(res, 200, { id, object: 'chat.completion', created: created(), model: modelName, choices: [{ index: 0, message, finish_reason: finish }], usage });
     } else {
       send(res, 200, { id, object: 'text_completion', created: created(), model: modelName, choices: [{ index: 0, text, finish_reason: finish }], usage });
     }
