@@ -23,7 +23,8 @@ describe('structured output and tools over HTTP', () => {
   let base = '';
   let client: OpenAI;
   beforeAll(async () => {
-    srv = await startServer(toolModel('phi3', []), { port: 0, modelName: 'demo' });
+    // The helper builds the model from the engine's sources; the server takes the built package's type.
+    srv = await startServer(toolModel('phi3', []) as unknown as Parameters<typeof startServer>[0], { port: 0, modelName: 'demo' });
     base = `http://${srv.host}:${srv.port}`;
     client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'none' });
   });
