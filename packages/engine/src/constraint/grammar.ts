@@ -155,15 +155,6 @@ export class GrammarBuilder {
     return this.rule(`${base}-${++this.helperCount}`);
   }
 
-  /** Defines rule `name` once (shared building blocks); later calls return the same id. */
-  once(name: string, make: () => Sequence[]): number {
-    if (this.has(name)) return this.ids.get(name)!;
-    const id = this.rule(name);
-    this.alts[id] = []; // reserve (recursive makers see the id)
-    this.alts[id] = make();
-    return id;
-  }
-
   /** A fresh helper rule with the given alternatives. */
   helper(base: string, alternatives: Sequence[]): number {
     const name = `${base}-${++this.helperCount}`;

@@ -45,6 +45,23 @@ export interface MaskCaches {
   shared: Map<string, MaskEntry> | null;
 }
 
+/**
+ * Most entries a cache keeps (least recently used go first): an entry holds a bit per vocabulary id
+ * (32 KiB at 262k), and a grammar with long bounded repetitions has one key per position.
+ */
+export const MASK_CACHE_ENTRIES = 512;
+
+function cacheGet(cache: Map<string, MaskEntry>, key: string): MaskEntry | undefined {
+  const e = cache.get(key);
+  if (e) { cache.delete(key); cache.set(key, e); }
+  return e;
+}
+
+function cachePut(cache: Map<string, MaskEntry>, key: string, e: MaskEntry): void {
+  cache.set(key, e);
+  if (cache.size > MASK_CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
+}
+
 const sharedCaches = new WeakMap<Vocabulary, Map<string, Map<string, MaskEntry>>>();
 export function sharedMaskCache(vocab: Vocabulary, tag: string): Map<string, MaskEntry> | null {
   if (!tag) return null;
@@ -420,13 +437,13 @@ export class GrammarMatcher {
     }
     key += n === ACCEPT ? ',A' : n === BOTTOM ? ',B' : ',_';
     const cache = shared && this.caches.shared ? this.caches.shared : this.caches.grammar;
-    let e = cache.get(key);
+    let e = cacheGet(cache, key);
     if (!e) {
       // Rebuild the cut stack above BOTTOM (or ACCEPT when the real stack ends within the cut).
       let cut = n === ACCEPT ? ACCEPT : BOTTOM;
       for (let d = frames.length - 1; d >= 0; d--) cut = this.node(frames[d]!, cut);
       e = this.walkCut(cut, part);
-      cache.set(key, e);
+      cachePut(cache, key, e);
     }
     return e;
   }
