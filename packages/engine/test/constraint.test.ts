@@ -129,3 +129,38 @@ function popcount(w: number): number {
   for (let x = w >>> 0; x; x &= x - 1) n++;
   return n;
 }
+
+describe('the cached mask equals a full-stack check of every token', () => {
+  // Reference: matcher.fits(t, Infinity) walks t's bytes through the whole stack set (no cache).
+  const tok = loadTokenizer(LLAMA2_DIR);
+  const specs = [
+    { responseFormat: { type: 'json_object' as const } },
+    { responseFormat: { type: 'json_schema' as const, schema: { type: 'object', properties: { s: { type: 'string', maxLength: 5 }, n: { type: 'array', items: { type: 'integer' }, maxItems: 2 } }, required: ['s'] } } },
+    { grammar: 'root ::= ("let " [a-z]+ " = " [0-9]{1,3} ";\\n"){1,3}\n' },
+  ];
+  for (const [k, spec] of specs.entries()) {
+    test(`spec ${k}`, () => {
+      const c = compileConstraint(spec, tok, { eosIds: [2] })!;
+      const m = c.start();
+      const mask = new Uint32Array(Math.ceil(c.vocab.size / 32));
+      let seed = 17 + k;
+      const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+      for (let step = 0; step < 8; step++) {
+        m.fillMask(mask);
+        const ok: number[] = [];
+        const wrong: string[] = [];
+        for (let t = 0; t < c.vocab.size; t++) {
+          const want = m.fits(t, Infinity);
+          if (allowed(mask, t) !== want) wrong.push(`${t} ${JSON.stringify(tok.idToToken(t))} should be ${want ? 'allowed' : 'masked'}`);
+          if (want && t !== 2) ok.push(t);
+        }
+        expect(wrong, `step ${step}`).toEqual([]);
+        if (!ok.length) break;
+        // Prefer short tokens so the walk goes deeper into the structure.
+        const short = ok.filter((t) => c.vocab.bytes[t]!.length <= 2);
+        const pool = short.length && rnd() < 0.7 ? short : ok;
+        expect(m.accept(pool[Math.floor(rnd() * pool.length)]!)).toBe(true);
+      }
+    });
+  }
+});
