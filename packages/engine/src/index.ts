@@ -13,3 +13,5 @@ export { BatchScheduler, BatchedGeneration, type SchedulerOptions } from './batc
 export { traceModel, writeTrace, compareTraces, perplexity, type TraceOptions, type TraceResult, type TraceComparison, type TensorComparison } from './trace.js';
 export { randomModel, shrinkLayers, ensureDemoModel, defaultCacheDir, type RandomModelOptions } from './random.js';
 export { audioModelOf, audioPrompt, traceAudio, type AudioPrompt } from './audio.js';
+export * from './constraint/index.js';
+export * from './tools/index.js';

@@ -6,6 +6,7 @@
  * (null when the sequence has finished).
  */
 import type { SequenceState } from '@mlxcel/tensor';
+import { ConstrainedDecoding, compileConstraint } from './constraint/index.js';
 import { StreamingDetokenizer } from './detokenize.js';
 import { MlxcelError } from './errors.js';
 import type { GenerateOptions, GeneratedToken, GenerationStats, StepResult } from './types.js';
@@ -24,6 +25,8 @@ export class TokenEmitter {
   private readonly detok: StreamingDetokenizer | null;
   private readonly stop: StopMatcher;
   private readonly history: number[];
+  /** The request's grammar matcher and mask, when its output is constrained. */
+  private readonly constrained: ConstrainedDecoding | null;
   private readonly topLogprobs: number;
 
   constructor(private readonly loaded: LoadedModel, promptIds: Int32Array, opts: GenerateOptions, private readonly state: SequenceState) {
@@ -35,6 +38,8 @@ export class TokenEmitter {
     this.detok = loaded.tokenizer ? new StreamingDetokenizer(loaded.tokenizer) : null;
     this.stop = new StopMatcher(opts.stop ?? []);
     this.history = Array.from(promptIds);
+    const compiled = opts.constraint !== undefined ? opts.constraint : constraintFor(loaded, opts);
+    this.constrained = compiled ? new ConstrainedDecoding(compiled) : null;
     this.topLogprobs = opts.topLogprobs ?? 0;
     if (!Number.isInteger(this.topLogprobs) || this.topLogprobs < 0)
       throw new MlxcelError('BAD_OPTION', `topLogprobs must be a non-negative integer, got ${this.topLogprobs}`);
@@ -53,7 +58,16 @@ export class TokenEmitter {
   /** Samples from `logits` (the last position's row): what to emit, and the token to run next. */
   emit(logits: Float32Array): StepResult {
     if (!this.hasBudget) return { items: [], next: null };
-    const { token, logprob } = this.sampler.sample(logits, this.history);
+    let token: number, logprob: number;
+    if (this.constrained) {
+      let lp = 0;
+      token = this.constrained.choose(this.maxTokens - this.generated, (mask) => {
+        const r = this.sampler.sample(logits, this.history, mask);
+        lp = r.logprob;
+        return r.token;
+      });
+      logprob = lp;
+    } else ({ token, logprob } = this.sampler.sample(logits, this.history));
     const top = this.topLogprobs > 0 ? topK(this.sampler.logprobs, this.topLogprobs) : undefined;
     this.generated++;
     if (this.generated === 1) this.tFirst = performance.now();
@@ -99,6 +113,14 @@ export class TokenEmitter {
       peakRssBytes: process.resourceUsage().maxRSS * 1024,
     };
   }
+}
+
+/** Compiles the request's responseFormat / grammar against the model's tokenizer (null: free text). */
+function constraintFor(loaded: LoadedModel, opts: GenerateOptions) {
+  const wants = opts.grammar !== undefined || (opts.responseFormat !== undefined && opts.responseFormat.type !== 'text');
+  if (!wants) return null;
+  if (!loaded.tokenizer) throw new MlxcelError('TOKENIZER_MISSING', `${loaded.dir} has no tokenizer: constrained output needs one`);
+  return compileConstraint({ grammar: opts.grammar, responseFormat: opts.responseFormat }, loaded.tokenizer, { vocabSize: loaded.model.vocabSize, eosIds: loaded.eosIds });
 }
 
 /** The k largest entries of a log-probability row, largest first (one pass, a k-slot insertion list). */

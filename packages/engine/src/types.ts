@@ -4,6 +4,8 @@
  */
 import type { ForwardInput, SequenceState } from '@mlxcel/tensor';
 import type { ChatMessage } from './chat/index.js';
+import type { Grammar } from './constraint/grammar.js';
+import type { CompiledConstraint, ResponseFormat } from './constraint/index.js';
 import type { SamplerOptions } from './sampling/index.js';
 
 export interface GenerateOptions extends SamplerOptions {
@@ -23,6 +25,15 @@ export interface GenerateOptions extends SamplerOptions {
   system?: string;
   /** Extra embeddings for some prompt rows (audio soft tokens). */
   embeddingOverrides?: ForwardInput['embeddingOverrides'];
+  /**
+   * Constrain the output to JSON (`{ type: 'json_object' }`) or to a JSON Schema
+   * (`{ type: 'json_schema', schema }`); compiled once per request, applied as a mask every step.
+   */
+  responseFormat?: ResponseFormat;
+  /** Constrain the output to a GBNF grammar (llama.cpp syntax). */
+  grammar?: string | Grammar;
+  /** A constraint compiled ahead with `compileConstraint` (overrides responseFormat / grammar; null = none). */
+  constraint?: CompiledConstraint | null;
   /** Called after each prefill chunk (tokens done, total). */
   onPrefillProgress?: (done: number, total: number) => void;
   /** Report this many most likely tokens (with their logprobs) for every sampled token. Default 0. */

@@ -1,7 +1,7 @@
 /** mlxcel generate: one prompt in, streamed text out (or one JSON object with --json). */
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { audioPrompt, generate, type GenerationStats } from '@mlxcel/engine';
+import { audioPrompt, generate, type GenerateOptions, type GenerationStats } from '@mlxcel/engine';
 import { UsageError } from '../errors.js';
 import { addSamplingFlags, samplingOptions } from '../sampling.js';
 import { dim, formatBytes, info } from '../ui/output.js';
@@ -33,6 +33,8 @@ export function registerGenerate(program: Command): void {
     .option('--chat-template <file>', 'use this Jinja chat template')
     .option('--no-chat-template', 'send the prompt as raw text (no chat template)')
     .option('--audio <file>', 'WAV file for audio-capable models (Gemma 3n / Gemma 4)')
+    .option('--json-schema <file>', 'constrain the output to JSON valid against this JSON Schema file')
+    .option('--grammar <file>', 'constrain the output to this GBNF grammar file (llama.cpp syntax)')
     .option('--json', 'print one JSON object (text, token ids, stats) instead of streaming');
   addSamplingFlags(cmd).action(async (o: Record<string, unknown>) => {
     const demo = Boolean(o.demo && !o.model);
@@ -45,12 +47,13 @@ export function registerGenerate(program: Command): void {
       if (demo) prompt = 'Write a haiku about fast inference.';
       else throw new UsageError('no prompt: pass --prompt, --prompt-file or pipe text on stdin');
     }
+    const constraint = constraintFlags(o);
     const loaded = await openModel(o as never);
     const opts = { ...samplingOptions(o), system: o.system as string | undefined, noChatTemplate: o.chatTemplate === false };
     let input: Parameters<typeof generate>[1] = prompt;
     let overrides;
     if (o.audio) ({ ids: input, overrides } = audioPrompt(loaded, o.audio as string, prompt, { system: opts.system }));
-    const gen = generate(loaded, input, { ...opts, embeddingOverrides: overrides });
+    const gen = generate(loaded, input, { ...opts, ...constraint, embeddingOverrides: overrides });
     const tokens: number[] = [];
     let text = '';
     for await (const t of gen) {
@@ -65,4 +68,29 @@ export function registerGenerate(program: Command): void {
       info(dim(statsLine(stats)));
     }
   });
+}
+
+/** --json-schema FILE | --grammar FILE → the engine's responseFormat / grammar (read before the model loads). */
+export function constraintFlags(o: Record<string, unknown>): Pick<GenerateOptions, 'responseFormat' | 'grammar'> {
+  if (o.jsonSchema && o.grammar) throw new UsageError('give either --json-schema or --grammar, not both');
+  const read = (flag: string, file: string): string => {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch (e) {
+      throw new UsageError(`${flag}: cannot read ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    }
+  };
+  if (o.jsonSchema) {
+    const file = o.jsonSchema as string;
+    let schema: unknown;
+    try {
+      schema = JSON.parse(read('--json-schema', file));
+    } catch (e) {
+      if (e instanceof UsageError) throw e;
+      throw new UsageError(`--json-schema: ${file} is not valid JSON (${(e as Error).message})`);
+    }
+    return { responseFormat: { type: 'json_schema', schema } };
+  }
+  if (o.grammar) return { grammar: read('--grammar', o.grammar as string) };
+  return {};
 }

@@ -38,6 +38,19 @@ function scratchFor(vocab: number): SharedScratch {
   return s;
 }
 
+/** Sets z[t] = −∞ for every token whose bit in `allowed` is clear (ids past the mask too). */
+function applyMask(z: Float32Array, allowed: Uint32Array): void {
+  const V = z.length;
+  for (let w = 0; w < allowed.length; w++) {
+    const bits = allowed[w]!;
+    if (bits === 0xffffffff) continue;
+    const base = w << 5;
+    const end = Math.min(V, base + 32);
+    for (let i = base; i < end; i++) if (!(bits & (1 << (i - base)))) z[i] = -Infinity;
+  }
+  for (let i = allowed.length << 5; i < V; i++) z[i] = -Infinity;
+}
+
 /** The largest Gumbel value a uniform from `nextOpenUnit` can give: −ln(−ln(1 − 2^−33)), rounded up. */
 const GUMBEL_MAX = 23;
 
@@ -109,8 +122,11 @@ export class Sampler {
    * @param logits  the last position's logits, length V (not modified)
    * @param history tokens so far (prompt + generated) for the penalties; may be omitted
    *                when no penalty is configured
+   * @param allowed  optional vocabulary mask (bit t of word t>>5 set = token t allowed), applied
+   *                right after the suppressed ids: a constrained step samples among the allowed
+   *                tokens with every option still in force; logprobs are then over the allowed set
    */
-  sample(logits: Float32Array, history: ArrayLike<number> = []): SampleResult {
+  sample(logits: Float32Array, history: ArrayLike<number> = [], allowed?: Uint32Array): SampleResult {
     const V = logits.length;
     if (V === 0) throw new MlxcelError('SAMPLER_EMPTY_LOGITS', 'cannot sample from an empty logits row');
     if (this.lp.length !== V) this.lp = new Float32Array(V);
@@ -122,6 +138,7 @@ export class Sampler {
     // 0. suppression
     const sup = this.suppressed;
     for (let i = 0; i < sup.length; i++) if (sup[i]! < V) z[sup[i]!] = -Infinity;
+    if (allowed) applyMask(z, allowed);
     // 1. processors
     for (const [id, b] of o.logitBias) if (id < V) z[id]! += b;
     const pen = scratch.penalties;
