@@ -12,7 +12,7 @@
 import type { SequenceState } from '@mlxcel/tensor';
 import { MlxcelError } from './errors.js';
 import {
-  checkContext, prefillChunk, promptIds, yieldToLoop,
+  checkContext, chunkEnd, prefillChunk, promptIds, yieldToLoop,
   type GenerateOptions, type GeneratedToken, type GenerationStats, type PromptInput,
 } from './generate.js';
 import type { LoadedModel } from './load.js';
@@ -214,7 +214,7 @@ export class BatchScheduler {
     try {
       const othersDecoding = this.active.some((x) => x !== a && x.done === x.ids.length);
       const chunk = othersDecoding ? Math.min(a.chunk, this.sharedPrefillChunk) : a.chunk;
-      const end = Math.min(a.ids.length, a.done + chunk);
+      const end = chunkEnd(a.done, chunk, a.ids.length, a.opts.atomicSpans);
       const logits = prefillChunk(this.loaded.model, a.state, a.ids, a.done, end, a.opts.embeddingOverrides);
       a.done = end;
       a.opts.onPrefillProgress?.(end, a.ids.length);
@@ -248,7 +248,7 @@ export class BatchScheduler {
     if (!batch.length) return;
     try {
       const out = this.loaded.model.forward(
-        batch.map((a) => ({ ids: Int32Array.of(a.next!), state: a.state })),
+        batch.map((a) => ({ ids: Int32Array.of(a.next!), state: a.state, embeddingOverrides: a.opts.decodeEmbedding?.(a.next!) })),
         { logits: 'last' },
       );
       batch.forEach((a, k) => {

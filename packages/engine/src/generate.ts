@@ -30,8 +30,15 @@ export interface GenerateOptions extends SamplerOptions {
   /** Template options for string/message prompts. */
   noChatTemplate?: boolean;
   system?: string;
-  /** Extra embeddings for some prompt rows (audio soft tokens). */
+  /** Extra embeddings for some prompt rows (audio / image soft tokens). */
   embeddingOverrides?: ForwardInput['embeddingOverrides'];
+  /** Prompt row ranges [start, end) a prefill chunk boundary must not split (image spans). */
+  atomicSpans?: readonly PromptSpan[];
+  /**
+   * Embedding override for a generated token fed back during decode (Gemma 3n: ids in the vision /
+   * audio vocabulary take the multimodal embedder's hard path on every forward), undefined = none.
+   */
+  decodeEmbedding?: (token: number) => ForwardInput['embeddingOverrides'] | undefined;
   /** Called after each prefill chunk (tokens done, total). */
   onPrefillProgress?: (done: number, total: number) => void;
 }
@@ -70,20 +77,51 @@ export function promptIds(loaded: LoadedModel, prompt: PromptInput, opts: Pick<G
   return Int32Array.from(built.ids);
 }
 
+/** Prompt rows [start, end). */
+export interface PromptSpan {
+  start: number;
+  end: number;
+}
+
+/**
+ * End of the prefill chunk that starts at `start` with nominal size `step`: moved past any span it
+ * would cut (an image span is attended as a whole, and Gemma 4's bidirectional image attention needs
+ * every row of it in one forward), so chunked prefill equals one pass.
+ */
+export function chunkEnd(start: number, step: number, total: number, spans: readonly PromptSpan[] = []): number {
+  let end = Math.min(total, start + step);
+  for (const s of spans) if (end > s.start && end < s.end) end = Math.min(total, s.end);
+  return end;
+}
+
 /** Runs the prompt through the model in chunks; returns the last row's logits. */
 export function prefill(
   model: LanguageModel, state: SequenceState, ids: Int32Array, chunk: number,
   overrides?: ForwardInput['embeddingOverrides'], onProgress?: (done: number, total: number) => void,
+  spans: readonly PromptSpan[] = [],
 ): Float32Array {
   if (ids.length === 0) throw new MlxcelError('PROMPT_EMPTY', 'the prompt has no tokens');
   const step = chunk > 0 ? chunk : ids.length;
   let last: Float32Array | undefined;
-  for (let i = 0; i < ids.length; i += step) {
-    const end = Math.min(ids.length, i + step);
+  for (let i = 0; i < ids.length; ) {
+    const end = chunkEnd(i, step, ids.length, spans);
     last = prefillChunk(model, state, ids, i, end, overrides);
     onProgress?.(end, ids.length);
+    i = end;
   }
   return last!;
+}
+
+/** The overrides whose rows fall in [start, end), re-based to that range; undefined when none do. */
+export function overridesInRange(overrides: ForwardInput['embeddingOverrides'], start: number, end: number): ForwardInput['embeddingOverrides'] {
+  if (!overrides || overrides.rows.length === 0) return undefined;
+  const rows: number[] = [], idx: number[] = [];
+  overrides.rows.forEach((r, j) => { if (r >= start && r < end) { rows.push(r - start); idx.push(j); } });
+  if (!rows.length) return undefined;
+  const hidden = overrides.values.length / overrides.rows.length;
+  const values = new Float32Array(rows.length * hidden);
+  idx.forEach((j, k) => values.set(overrides.values.subarray(j * hidden, (j + 1) * hidden), k * hidden));
+  return { rows: Int32Array.from(rows), values };
 }
 
 /**
@@ -96,17 +134,7 @@ export function prefillChunk(
   overrides?: ForwardInput['embeddingOverrides'],
 ): Float32Array {
   const part = ids.subarray(start, end);
-  let ov: ForwardInput['embeddingOverrides'];
-  if (overrides) {
-    const rows: number[] = [], idx: number[] = [];
-    overrides.rows.forEach((r, j) => { if (r >= start && r < end) { rows.push(r - start); idx.push(j); } });
-    if (rows.length) {
-      const hidden = overrides.values.length / overrides.rows.length;
-      const values = new Float32Array(rows.length * hidden);
-      idx.forEach((j, k) => values.set(overrides.values.subarray(j * hidden, (j + 1) * hidden), k * hidden));
-      ov = { rows: Int32Array.from(rows), values };
-    }
-  }
+  const ov = overridesInRange(overrides, start, end);
   const last = model.forward([{ ids: part, state, embeddingOverrides: ov, totalLength: state.offset + ids.length - start }], { logits: 'last' })[0]!;
   const V = model.vocabSize;
   return last.subarray(last.length - V);
@@ -162,14 +190,14 @@ export class Generation implements AsyncIterable<GeneratedToken> {
     const chunk = opts.prefillChunk ?? (model.prefillChunk === null ? 0 : model.prefillChunk);
 
     const t0 = performance.now();
-    let logits = prefill(model, state, ids, chunk, opts.embeddingOverrides, opts.onPrefillProgress);
+    let logits = prefill(model, state, ids, chunk, opts.embeddingOverrides, opts.onPrefillProgress, opts.atomicSpans);
     const tPrefill = performance.now();
     while (stepper.hasBudget) {
       if (opts.signal?.aborted) { stepper.abort(); break; }
       const { items, next } = stepper.step(logits);
       for (const item of items) yield item;
       if (next === null) break;
-      logits = model.forward([{ ids: Int32Array.of(next), state }], { logits: 'last' })[0]!;
+      logits = model.forward([{ ids: Int32Array.of(next), state, embeddingOverrides: opts.decodeEmbedding?.(next) }], { logits: 'last' })[0]!;
       await yieldToLoop();
     }
     this.resolveStats(stepper.stats(ids.length, t0, tPrefill - t0, performance.now()));

@@ -2,7 +2,7 @@ export * from './text.js';
 export { registerArchitecture, supportedModelTypes, architectureFor } from './registry.js';
 export { loadModel, loadModelFromDir, readJson, type LoadModelOptions, type LoadedModel } from './load.js';
 export {
-  generate, Generation, prefill, prefillChunk, promptIds, DEFAULT_PREFILL_CHUNK,
+  generate, Generation, prefill, prefillChunk, promptIds, DEFAULT_PREFILL_CHUNK, chunkEnd, overridesInRange, type PromptSpan,
   type GenerateOptions, type GeneratedToken, type GenerationStats, type PromptInput,
 } from './generate.js';
 export { StopMatcher } from './stop.js';
@@ -11,3 +11,7 @@ export { BatchScheduler, BatchedGeneration, type SchedulerOptions } from './batc
 export { traceModel, writeTrace, compareTraces, perplexity, type TraceOptions, type TraceResult, type TraceComparison, type TensorComparison } from './trace.js';
 export { randomModel, shrinkLayers, ensureDemoModel, defaultCacheDir, type RandomModelOptions } from './random.js';
 export { audioModelOf, audioPrompt, traceAudio, type AudioPrompt } from './audio.js';
+export {
+  imagePrompt, imageSourceFromUrl, imageSourceOfPart, readImageFile, supportsImages, traceImages, visionDecodeEmbedding, visionModelOf,
+  type ImagePrompt, type ImageTrace,
+} from './vision.js';

@@ -3,8 +3,9 @@
  * continuation, written as safetensors with the fixture contract's tensor names, and a comparison
  * of two traces.
  */
-import { SafetensorsFile, Tensor, writeSafetensors, type LanguageModel } from '@mlxcel/tensor';
+import { SafetensorsFile, Tensor, writeSafetensors, type ForwardInput, type LanguageModel } from '@mlxcel/tensor';
 import { MlxcelError } from './errors.js';
+import { chunkEnd, overridesInRange, type PromptSpan } from './generate.js';
 import { Sampler } from './sampling/index.js';
 
 export interface TraceOptions {
@@ -13,6 +14,12 @@ export interface TraceOptions {
   /** Greedy continuation length. */
   decode?: number;
   kvCache?: string;
+  /** Multimodal rows of the prompt (image / audio soft tokens, hard multimodal ids). */
+  embeddingOverrides?: ForwardInput['embeddingOverrides'];
+  /** Prompt spans a chunk boundary must not split (image spans). */
+  atomicSpans?: readonly PromptSpan[];
+  /** Override for a greedy token fed back (Gemma 3n hard vision/audio ids). */
+  decodeEmbedding?: (token: number) => ForwardInput['embeddingOverrides'] | undefined;
 }
 
 export interface TraceResult {
@@ -32,10 +39,13 @@ export function traceModel(model: LanguageModel, ids: Int32Array, opts: TraceOpt
   const state = model.newState({ kvCache: opts.kvCache });
   const logits = new Float32Array(T * V);
   const step = opts.chunk && opts.chunk > 0 ? opts.chunk : T;
-  for (let i = 0; i < T; i += step) {
-    const part = ids.subarray(i, Math.min(T, i + step));
-    const out = model.forward([{ ids: part, state, totalLength: T }], { logits: 'all' })[0]!;
+  for (let i = 0; i < T; ) {
+    const end = chunkEnd(i, step, T, opts.atomicSpans);
+    const part = ids.subarray(i, end);
+    const embeddingOverrides = overridesInRange(opts.embeddingOverrides, i, end);
+    const out = model.forward([{ ids: part, state, totalLength: T, embeddingOverrides }], { logits: 'all' })[0]!;
     logits.set(out, i * V);
+    i = end;
   }
   const result: TraceResult = { inputIds: ids, logits };
   const N = opts.decode ?? 0;
@@ -49,7 +59,7 @@ export function traceModel(model: LanguageModel, ids: Int32Array, opts: TraceOpt
       greedyLogits.set(row, n * V);
       const tok = greedy.sample(row).token;
       greedyIds[n] = tok;
-      if (n + 1 < N) row = model.forward([{ ids: Int32Array.of(tok), state }], { logits: 'last' })[0]!.slice(-V);
+      if (n + 1 < N) row = model.forward([{ ids: Int32Array.of(tok), state, embeddingOverrides: opts.decodeEmbedding?.(tok) }], { logits: 'last' })[0]!.slice(-V);
     }
     result.greedyIds = greedyIds;
     result.greedyLogits = greedyLogits;
