@@ -12,6 +12,8 @@ import { MlxcelError } from './errors.js';
 import type { LoadedModel } from './load.js';
 import type { SamplerOptions } from './sampling/index.js';
 import { TokenStepper } from './stepper.js';
+import { hasImageParts, imagePrompt } from './vision.js';
+import type { ImageInputOptions } from '@mlxcel/vision';
 
 export const DEFAULT_PREFILL_CHUNK = 2048;
 
@@ -39,6 +41,8 @@ export interface GenerateOptions extends SamplerOptions {
    * audio vocabulary take the multimodal embedder's hard path on every forward), undefined = none.
    */
   decodeEmbedding?: (token: number) => ForwardInput['embeddingOverrides'] | undefined;
+  /** Image options for message prompts with image parts (Gemma 4 soft-token budget, pixel limit). */
+  image?: ImageInputOptions;
   /** Called after each prefill chunk (tokens done, total). */
   onPrefillProgress?: (done: number, total: number) => void;
 }
@@ -68,6 +72,8 @@ export function promptIds(loaded: LoadedModel, prompt: PromptInput, opts: Pick<G
   if (typeof prompt !== 'string' && !Array.isArray(prompt)) return Int32Array.from(prompt as ArrayLike<number>);
   if (Array.isArray(prompt) && prompt.length > 0 && typeof prompt[0] === 'number') return Int32Array.from(prompt as number[]);
   if (!loaded.tokenizer) throw new MlxcelError('TOKENIZER_MISSING', `${loaded.dir} has no tokenizer; pass token ids instead of text`);
+  if (hasImageParts(prompt as string | readonly ChatMessage[]))
+    throw new MlxcelError('IMAGE_PROMPT', 'messages with image parts need their images encoded: use generate() (it does so) or imagePrompt() and pass its ids and embeddingOverrides');
   let input = prompt as string | readonly ChatMessage[];
   if (opts.system !== undefined) {
     const msgs: ChatMessage[] = typeof input === 'string' ? [{ role: 'user', content: input }] : [...input];
@@ -179,9 +185,16 @@ export class Generation implements AsyncIterable<GeneratedToken> {
   }
 
   private async *run(): AsyncGenerator<GeneratedToken> {
-    const { loaded, opts } = this;
+    const { loaded } = this;
+    let opts = this.opts;
     const model = loaded.model;
-    const ids = promptIds(loaded, this.prompt, opts);
+    let ids: Int32Array;
+    if (typeof this.prompt !== 'string' && hasImageParts(this.prompt as readonly ChatMessage[])) {
+      // Images in the messages: encode them, expand their placeholders, splice the soft tokens.
+      const ip = await imagePrompt(loaded, this.prompt as readonly ChatMessage[], { system: opts.system, image: opts.image });
+      ids = ip.ids;
+      opts = { ...opts, embeddingOverrides: ip.overrides, atomicSpans: ip.spans, decodeEmbedding: opts.decodeEmbedding ?? ip.decodeEmbedding };
+    } else ids = promptIds(loaded, this.prompt, opts);
     const state = opts.state ?? model.newState({ kvCache: opts.kvCache });
     this.state = state;
     checkContext(model, state, ids.length);

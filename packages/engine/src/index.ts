@@ -12,6 +12,6 @@ export { traceModel, writeTrace, compareTraces, perplexity, type TraceOptions, t
 export { randomModel, shrinkLayers, ensureDemoModel, defaultCacheDir, type RandomModelOptions } from './random.js';
 export { audioModelOf, audioPrompt, traceAudio, type AudioPrompt } from './audio.js';
 export {
-  imagePrompt, imageSourceFromUrl, imageSourceOfPart, readImageFile, supportsImages, traceImages, visionDecodeEmbedding, visionModelOf,
-  type ImagePrompt, type ImageTrace,
+  hasImageParts, imagePrompt, imageSourceFromUrl, imageSourceOfPart, readImageFile, supportsImages, traceImages, visionDecodeEmbedding, visionInfo, visionModelOf,
+  type ImagePrompt, type ImageTrace, type VisionInfo,
 } from './vision.js';

@@ -3,11 +3,11 @@
  * the prompt, the Gemma 3n hard-token path during decode, and the image part of `mlxcel trace --image`.
  * The server calls `imagePrompt` (or `imageSourceFromUrl` + `imagePrompt`) for `image_url` parts.
  */
-import { readFileSync } from 'node:fs';
-import { Tensor, type ForwardInput } from '@mlxcel/tensor';
+import { readFileSync, statSync } from 'node:fs';
+import { Checkpoint, Tensor, quantConfigOf, type ForwardInput } from '@mlxcel/tensor';
 import {
   decodeImage, encodeProcessed, hardVisionRows, hasVision, imageEmbeddingOverrides,
-  imagePromptIds, imagePromptTokens, imageSpans, loadVisionModel, processImage,
+  imagePromptIds, imagePromptTokens, imageSpans, loadVisionModel, processImage, towerStats, visionFamily, visionPrefixes,
   type EncodedImage, type ImageInputOptions, type ImageSource, type ImageSpan, type VisionModel,
 } from '@mlxcel/vision';
 import { buildPrompt, type ChatMessage } from './chat/index.js';
@@ -62,6 +62,36 @@ export function imageSourceOfPart(part: Record<string, unknown>, opts: { allowLo
   if (src && typeof src === 'object' && 'data' in (src as object)) return src as ImageSource;
   if (typeof part.url === 'string') return imageSourceFromUrl(part.url, opts);
   throw new MlxcelError('BAD_IMAGE_PART', 'an image part needs `image` (path, Buffer or {data, width, height, channels}), `path`, `data`, `pixels` or `url`');
+}
+
+/** True when some message has an `{type: 'image'}` content part. */
+export function hasImageParts(prompt: string | readonly ChatMessage[]): boolean {
+  return typeof prompt !== 'string' && Array.isArray(prompt) && prompt.some((m) => Array.isArray(m.content) && (m.content as readonly { type: string }[]).some((p) => p.type === 'image'));
+}
+
+// Encoded images of file paths, per model (a chat re-renders earlier turns' images every turn).
+const encodedFiles = new WeakMap<LoadedModel, Map<string, EncodedImage>>();
+
+async function encodeSource(loaded: LoadedModel, model: VisionModel, src: ImageSource, opts: ImageInputOptions = {}): Promise<EncodedImage> {
+  let key: string | null = null;
+  if (typeof src === 'string') {
+    try {
+      const st = statSync(src);
+      key = `${src}\0${st.size}\0${st.mtimeMs}\0${opts.maxSoftTokens ?? ''}`;
+    } catch {
+      key = null; // decodeImage reports the unreadable file
+    }
+  }
+  const cache = encodedFiles.get(loaded) ?? new Map<string, EncodedImage>();
+  encodedFiles.set(loaded, cache);
+  const hit = key ? cache.get(key) : undefined;
+  if (hit) return hit;
+  const e = encodeProcessed(model, processImage(model, await decodeImage(src, opts), opts));
+  if (key) {
+    if (cache.size >= 16) cache.delete(cache.keys().next().value!);
+    cache.set(key, e);
+  }
+  return e;
 }
 
 export interface ImagePrompt {
@@ -119,7 +149,7 @@ export async function imagePrompt(
   if (opts.system !== undefined) messages = [{ role: 'system', content: opts.system }, ...messages];
   if (sources.length === 0) throw new MlxcelError('BAD_INPUT', 'imagePrompt: no image given');
   const encoded: EncodedImage[] = [];
-  for (const s of sources) encoded.push(encodeProcessed(model, processImage(model, await decodeImage(s, opts.image), opts.image)));
+  for (const s of sources) encoded.push(await encodeSource(loaded, model, s, opts.image));
   const counts = encoded.map((e) => e.nTokens);
   const rendered = loaded.chatTemplate
     ? buildPrompt(tokenizer, messages, { template: loaded.chatTemplate }).text
@@ -213,4 +243,28 @@ export function readImageFile(path: string): Uint8Array {
   } catch (e) {
     throw new MlxcelError('FILE_MISSING', `cannot read image file ${path} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
   }
+}
+
+export interface VisionInfo {
+  family: 'gemma3n' | 'gemma4';
+  /** `mobilenetv5_300m_enc` or `gemma4_vision (L layers, width D)`. */
+  tower: string;
+  parameters: number;
+  /** Stored bytes of the tower and its embedder. */
+  bytes: number;
+  /** Loaded with noVision: the tower is never read. */
+  disabled: boolean;
+}
+
+/** What `mlxcel inspect` shows of the vision tower, read from config and tensor headers (nothing decoded); null when there is none. */
+export function visionInfo(loaded: LoadedModel): VisionInfo | null {
+  if (!hasVision(loaded.config)) return null;
+  const cfg = loaded.config;
+  const family = visionFamily(cfg);
+  const store = Checkpoint.open(loaded.dir);
+  const p = visionPrefixes(store, loaded.dir);
+  const s = towerStats(store, [p.tower, p.embed], quantConfigOf(cfg));
+  const v = cfg.vision_config as Record<string, unknown>;
+  const tower = family === 'gemma3n' ? String(v.architecture ?? 'mobilenetv5_300m_enc') : `gemma4_vision (${String(v.num_hidden_layers)} layers, width ${String(v.hidden_size)})`;
+  return { family, tower, parameters: s.parameters, bytes: s.bytes, disabled: loaded.noVision === true };
 }

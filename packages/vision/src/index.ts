@@ -19,6 +19,7 @@ export {
   type VisionModel, type VisionModelSource, type Gemma3nVisionModel, type Gemma4VisionModel,
 } from './model.js';
 export { towerStats, type TowerStats } from './stats.js';
+export { visionPrefixes, type VisionPrefixes } from './weights.js';
 export {
   encodeProcessed, imageSoftTokens, processImage,
   type EncodedImage, type ImageInputOptions, type ImageSoftTokens, type ProcessedImage,
