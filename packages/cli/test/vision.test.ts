@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { SafetensorsFile } from '@mlxcel/tensor';
 import { FIXTURES, mlxcel } from './helpers.js';
 import { buildConversions } from './vision-convert.js';
+import { makeGemma4VisionDir } from '../../engine/test/helpers/vision-model.js';
 
 function maxAbs(got: Float32Array | Int32Array, want: Float32Array | Int32Array): number {
   expect(got.length).toBe(want.length);
@@ -82,5 +83,51 @@ describe('mlxcel trace --image', () => {
     const r = await mlxcel(['trace', '--model', dir, '--image', join(dir, 'image.png'), '--ids', '2,500,502,502,504', '--out', join(out, 'y.safetensors')]);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/placeholder/);
+  });
+});
+
+describe('mlxcel generate / chat / inspect with images', () => {
+  const dir = makeGemma4VisionDir();
+  const image = join(dir, 'image.png');
+
+  it('generate --image (twice) puts both images in the prompt', async () => {
+    const one = await mlxcel(['generate', '--model', dir, '--image', image, '--prompt', 'Describe.', '--temp', '0', '--max-tokens', '3', '--json']);
+    expect(one.code, one.stderr).toBe(0);
+    const two = await mlxcel(['generate', '--model', dir, '--image', image, '--image', image, '--prompt', 'Describe.', '--temp', '0', '--max-tokens', '3', '--json']);
+    expect(two.code, two.stderr).toBe(0);
+    const a = JSON.parse(one.stdout), b = JSON.parse(two.stdout);
+    // The second image adds its <|image> + 64 soft tokens + <image|> (and the template's separators).
+    expect(b.stats.promptTokens - a.stats.promptTokens).toBeGreaterThanOrEqual(66);
+    expect(a.stats.promptTokens).toBeGreaterThan(66);
+  });
+
+  it('generate --image on a text-only model, with --no-vision, or a missing file fails clearly', async () => {
+    const phi = await mlxcel(['generate', '--model', join(FIXTURES, 'phi3-tiny-short'), '--image', image, '--prompt', 'x', '--max-tokens', '1']);
+    expect(phi.code).not.toBe(0);
+    const off = await mlxcel(['generate', '--model', dir, '--no-vision', '--image', image, '--prompt', 'x', '--max-tokens', '1']);
+    expect(off.code).not.toBe(0);
+    expect(off.stderr).toMatch(/noVision|--no-vision/);
+    const missing = await mlxcel(['generate', '--model', dir, '--image', join(dir, 'nope.png'), '--prompt', 'x', '--max-tokens', '1']);
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toMatch(/nope\.png: cannot read image file/);
+  });
+
+  it('chat: /image attaches an image to the next message', async () => {
+    const r = await mlxcel(['chat', '--model', dir, '--temp', '0', '--max-tokens', '2'], { input: `/image ${image}\nWhat is this?\nAnd now?\n/exit\n` });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain('image attached to your next message');
+    const stats = r.stderr.split('\n').filter((l) => l.startsWith('prompt '));
+    expect(stats.length).toBe(2);
+    // The first turn carries the image (> 64 prompt tokens); the second reuses the cache and feeds only the new turn.
+    expect(Number(/prompt (\d+) tok/.exec(stats[0]!)![1])).toBeGreaterThan(66);
+    expect(Number(/prompt (\d+) tok/.exec(stats[1]!)![1])).toBeLessThan(66);
+  });
+
+  it('inspect lists the vision tower', async () => {
+    const r = await mlxcel(['inspect', '--model', dir, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const j = JSON.parse(r.stdout);
+    expect(j.vision).toMatchObject({ family: 'gemma4', disabled: false });
+    expect(j.vision.parameters).toBeGreaterThan(0);
   });
 });

@@ -1,0 +1,60 @@
+/** Image input through the library: chat messages with image parts, prompt layout, merge, decode. */
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { generate, imagePrompt, imageSourceFromUrl, loadModel, promptIds, traceModel } from '../src/index.js';
+import { FIXTURES } from './helpers/paths.js';
+import { makeGemma4VisionDir } from './helpers/vision-model.js';
+
+describe('image prompts (gemma4-vision-tiny with a byte-level tokenizer)', () => {
+  const dir = makeGemma4VisionDir();
+  const image = join(dir, 'image.png');
+
+  it('expands each image part to <|image> + N x <|image|> + <image|> and overrides exactly those rows', async () => {
+    const loaded = await loadModel(dir);
+    const ip = await imagePrompt(loaded, [{ role: 'user', content: [{ type: 'image', path: image }, { type: 'text', text: 'What is it?' }, { type: 'image', path: image }] }]);
+    expect(ip.imageTokens).toEqual([64, 64]);
+    expect(ip.spans.length).toBe(2);
+    for (const s of ip.spans) {
+      expect(ip.ids[s.start - 1]).toBe(500);
+      expect(ip.ids[s.end]).toBe(504);
+      expect(Array.from(ip.ids.subarray(s.start, s.end)).every((id) => id === 502)).toBe(true);
+    }
+    expect(Array.from(ip.overrides.rows)).toEqual(ip.spans.flatMap((s) => Array.from({ length: s.end - s.start }, (_, i) => s.start + i)));
+    expect(ip.overrides.values.length).toBe(128 * 64);
+    expect(ip.decodeEmbedding).toBeUndefined(); // Gemma 4: no hard vision vocabulary
+  });
+
+  it('generate() with an image part equals a forward with the image overrides (greedy), and differs from text only', async () => {
+    const loaded = await loadModel(dir);
+    const messages = [{ role: 'user' as const, content: [{ type: 'image' as const, path: image }, { type: 'text' as const, text: 'Describe.' }] }];
+    const gen = generate(loaded, messages, { temperature: 0, maxTokens: 4, prefillChunk: 7 });
+    const got: number[] = [];
+    for await (const t of gen) if (t.token >= 0) got.push(t.token);
+    const ip = await imagePrompt(loaded, messages);
+    const ref = traceModel(loaded.model, ip.ids, { decode: got.length, embeddingOverrides: ip.overrides, atomicSpans: ip.spans });
+    expect(got).toEqual(Array.from(ref.greedyIds!));
+    expect((await gen.stats).promptTokens).toBe(ip.ids.length);
+    const noImage = traceModel(loaded.model, ip.ids, { decode: 1 });
+    expect(noImage.logits.subarray(-512).some((v, i) => Math.abs(v - ref.logits[ref.logits.length - 512 + i]!) > 1e-3)).toBe(true);
+  });
+
+  it('promptIds refuses image parts instead of dropping them', async () => {
+    const loaded = await loadModel(dir);
+    expect(() => promptIds(loaded, [{ role: 'user', content: [{ type: 'image', path: image }, { type: 'text', text: 'x' }] }])).toThrow(/image parts need their images encoded/);
+  });
+
+  it('noVision and text-only models refuse images clearly', async () => {
+    const off = await loadModel(dir, { noVision: true });
+    await expect(imagePrompt(off, 'hi', { images: [image] })).rejects.toThrow(/loaded with noVision/);
+    const phi = await loadModel(join(FIXTURES, 'phi3-tiny-short'), { tokenizer: 'none' });
+    await expect(imagePrompt(phi, 'hi', { images: [image] })).rejects.toThrow(/no vision tower/);
+  });
+
+  it('image URLs: data: URLs decode, remote URLs and (by default) local files are refused', () => {
+    const src = imageSourceFromUrl(`data:image/png;base64,${Buffer.from([1, 2, 3]).toString('base64')}`);
+    expect(Array.from(src as Uint8Array)).toEqual([1, 2, 3]);
+    expect(() => imageSourceFromUrl('https://example.com/a.png')).toThrow(/remote URLs are not fetched/);
+    expect(() => imageSourceFromUrl('/tmp/a.png')).toThrow(/local files are not allowed/);
+    expect(imageSourceFromUrl('file:///tmp/a.png', { allowLocalFiles: true })).toBe('/tmp/a.png');
+  });
+});
