@@ -58,3 +58,26 @@ describe('image prompts (gemma4-vision-tiny with a byte-level tokenizer)', () =>
     expect(imageSourceFromUrl('file:///tmp/a.png', { allowLocalFiles: true })).toBe('/tmp/a.png');
   });
 });
+
+describe('Gemma 3n image prefill inside a batch (gemma3n-vision-tiny)', () => {
+  it('a batched prefill of an image prompt next to a shorter text prompt keeps per-layer inputs aligned', async () => {
+    const { SafetensorsFile } = await import('@mlxcel/tensor');
+    const { traceImages } = await import('../src/index.js');
+    const fdir = join(FIXTURES, 'gemma3n-vision-tiny');
+    const loaded = await loadModel(fdir, { tokenizer: 'none' });
+    const exp = SafetensorsFile.open(join(fdir, 'expected.safetensors'));
+    const ids = exp.get('input_ids').toI32();
+    const t = await traceImages(loaded, ids, [join(fdir, 'image.png')]);
+    const m = loaded.model;
+    const other = Int32Array.from([2, 10, 11, 12]);
+    // Text prompt first so the image sequence's rows start mid-batch.
+    const [, got] = m.forward([
+      { ids: other, state: m.newState() },
+      { ids, state: m.newState(), embeddingOverrides: t.overrides },
+    ], { logits: 'all' });
+    const want = exp.get('logits').toF32();
+    let md = 0;
+    for (let i = 0; i < want.length; i++) md = Math.max(md, Math.abs(got![i]! - want[i]!));
+    expect(md).toBeLessThanOrEqual(3e-3);
+  });
+});
