@@ -25,6 +25,6 @@ export {
   type EncodedImage, type ImageInputOptions, type ImageSoftTokens, type ProcessedImage,
 } from './encode.js';
 export {
-  chunkEndOutsideSpans, expandImagePlaceholders, hardVisionRows, imageEmbeddingOverrides, imageExpansionText,
+  expandImagePlaceholders, hardVisionRows, imageEmbeddingOverrides, imageExpansionText,
   imagePromptIds, imagePromptTokens, imageSpans, type ImagePromptTokens, type ImageSpan,
 } from './prompt.js';

@@ -115,12 +115,3 @@ export function imageEmbeddingOverrides(model: VisionModel, ids: ArrayLike<numbe
   values.set(hard.values, k * H);
   return { rows, values };
 }
-
-/**
- * Moves a prefill chunk end so that it never falls inside an image span: to the span's end (the chunk
- * grows) unless that would leave the chunk empty of new work, never below `start + 1`.
- */
-export function chunkEndOutsideSpans(start: number, end: number, spans: readonly ImageSpan[]): number {
-  for (const s of spans) if (end > s.start && end < s.end) return s.end;
-  return end;
-}
