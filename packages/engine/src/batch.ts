@@ -215,7 +215,7 @@ export class BatchScheduler {
       const othersDecoding = this.active.some((x) => x !== a && x.done === x.ids.length);
       const chunk = othersDecoding ? Math.min(a.chunk, this.sharedPrefillChunk) : a.chunk;
       const end = chunkEnd(a.done, chunk, a.ids.length, a.opts.atomicSpans);
-      const logits = prefillChunk(this.loaded.model, a.state, a.ids, a.done, end, a.opts.embeddingOverrides);
+      const logits = prefillChunk(this.loaded.model, a.state, a.ids, a.done, end, a.opts.embeddingOverrides, a.opts.atomicSpans);
       a.done = end;
       a.opts.onPrefillProgress?.(end, a.ids.length);
       if (a.done === a.ids.length) a.logits = logits;

@@ -111,11 +111,22 @@ export function prefill(
   let last: Float32Array | undefined;
   for (let i = 0; i < ids.length; ) {
     const end = chunkEnd(i, step, ids.length, spans);
-    last = prefillChunk(model, state, ids, i, end, overrides);
+    last = prefillChunk(model, state, ids, i, end, overrides, spans);
     onProgress?.(end, ids.length);
     i = end;
   }
   return last!;
+}
+
+/**
+ * The spans inside prompt rows [start, end) as absolute positions ([p, q) pairs), given the position of
+ * row `start`; undefined when none.
+ */
+export function spansInRange(spans: readonly PromptSpan[] | undefined, start: number, end: number, pos0: number): Int32Array | undefined {
+  if (!spans?.length) return undefined;
+  const out: number[] = [];
+  for (const s of spans) if (s.start >= start && s.end <= end) out.push(pos0 + s.start - start, pos0 + s.end - start);
+  return out.length ? Int32Array.from(out) : undefined;
 }
 
 /** The overrides whose rows fall in [start, end), re-based to that range; undefined when none do. */
@@ -137,11 +148,12 @@ export function overridesInRange(overrides: ForwardInput['embeddingOverrides'], 
  */
 export function prefillChunk(
   model: LanguageModel, state: SequenceState, ids: Int32Array, start: number, end: number,
-  overrides?: ForwardInput['embeddingOverrides'],
+  overrides?: ForwardInput['embeddingOverrides'], spans?: readonly PromptSpan[],
 ): Float32Array {
   const part = ids.subarray(start, end);
   const ov = overridesInRange(overrides, start, end);
-  const last = model.forward([{ ids: part, state, embeddingOverrides: ov, totalLength: state.offset + ids.length - start }], { logits: 'last' })[0]!;
+  const bidirectionalSpans = spansInRange(spans, start, end, state.offset);
+  const last = model.forward([{ ids: part, state, embeddingOverrides: ov, totalLength: state.offset + ids.length - start, bidirectionalSpans }], { logits: 'last' })[0]!;
   const V = model.vocabSize;
   return last.subarray(last.length - V);
 }

@@ -2,7 +2,7 @@ export * from './text.js';
 export { registerArchitecture, supportedModelTypes, architectureFor } from './registry.js';
 export { loadModel, loadModelFromDir, readJson, type LoadModelOptions, type LoadedModel } from './load.js';
 export {
-  generate, Generation, prefill, prefillChunk, promptIds, DEFAULT_PREFILL_CHUNK, chunkEnd, overridesInRange, type PromptSpan,
+  generate, Generation, prefill, prefillChunk, promptIds, DEFAULT_PREFILL_CHUNK, chunkEnd, overridesInRange, spansInRange, type PromptSpan,
   type GenerateOptions, type GeneratedToken, type GenerationStats, type PromptInput,
 } from './generate.js';
 export { StopMatcher } from './stop.js';

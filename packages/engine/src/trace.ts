@@ -5,7 +5,7 @@
  */
 import { SafetensorsFile, Tensor, writeSafetensors, type ForwardInput, type LanguageModel } from '@mlxcel/tensor';
 import { MlxcelError } from './errors.js';
-import { chunkEnd, overridesInRange, type PromptSpan } from './generate.js';
+import { chunkEnd, overridesInRange, spansInRange, type PromptSpan } from './generate.js';
 import { Sampler } from './sampling/index.js';
 
 export interface TraceOptions {
@@ -43,7 +43,8 @@ export function traceModel(model: LanguageModel, ids: Int32Array, opts: TraceOpt
     const end = chunkEnd(i, step, T, opts.atomicSpans);
     const part = ids.subarray(i, end);
     const embeddingOverrides = overridesInRange(opts.embeddingOverrides, i, end);
-    const out = model.forward([{ ids: part, state, totalLength: T, embeddingOverrides }], { logits: 'all' })[0]!;
+    const bidirectionalSpans = spansInRange(opts.atomicSpans, i, end, i);
+    const out = model.forward([{ ids: part, state, totalLength: T, embeddingOverrides, bidirectionalSpans }], { logits: 'all' })[0]!;
     logits.set(out, i * V);
     i = end;
   }

@@ -81,3 +81,43 @@ describe('Gemma 3n image prefill inside a batch (gemma3n-vision-tiny)', () => {
     expect(md).toBeLessThanOrEqual(3e-3);
   });
 });
+
+describe('Gemma 4 use_bidirectional_attention "vision" (random tiny weights)', async () => {
+  const { readFileSync } = await import('node:fs');
+  const { randomModel } = await import('../src/index.js');
+  const base = JSON.parse(readFileSync(join(FIXTURES, 'configs', 'gemma4-tiny-dense.json'), 'utf8')) as Record<string, any>;
+  const make = (mode: string | null) => randomModel({ ...base, text_config: { ...base.text_config, use_bidirectional_attention: mode } }, { seed: 3 });
+  const H = base.text_config.hidden_size as number, V = base.text_config.vocab_size as number;
+  const ids = Int32Array.from([2, 10, 11, 500, 502, 502, 502, 502, 502, 504, 12, 13]);
+  const span = { start: 4, end: 9 };
+  const overrides = (bump: number) => {
+    const rows = Int32Array.from([4, 5, 6, 7, 8]);
+    const values = new Float32Array(5 * H);
+    for (let i = 0; i < values.length; i++) values[i] = Math.sin(i * 0.37) * 0.5;
+    values[4 * H] += bump; // perturb the LAST image row only
+    return { rows, values };
+  };
+  const firstImageRow = (m: ReturnType<typeof make>, bump: number) =>
+    traceModel(m, ids, { embeddingOverrides: overrides(bump), atomicSpans: [span] }).logits.slice(4 * V, 5 * V);
+  const differs = (a: Float32Array, b: Float32Array) => a.some((v, i) => Math.abs(v - b[i]!) > 1e-6);
+
+  it('an image row sees later rows of its span with "vision", not without', () => {
+    const bi = make('vision'), causal = make(null);
+    expect(differs(firstImageRow(bi, 0), firstImageRow(bi, 3))).toBe(true);
+    expect(differs(firstImageRow(causal, 0), firstImageRow(causal, 3))).toBe(false);
+  });
+
+  it('chunked prefill (boundaries moved out of the span) equals one pass', () => {
+    const m = make('vision');
+    const one = traceModel(m, ids, { embeddingOverrides: overrides(1), atomicSpans: [span], decode: 3 });
+    const chunked = traceModel(m, ids, { embeddingOverrides: overrides(1), atomicSpans: [span], decode: 3, chunk: 5 });
+    let md = 0;
+    for (let i = 0; i < one.logits.length; i++) md = Math.max(md, Math.abs(one.logits[i]! - chunked.logits[i]!));
+    expect(md).toBeLessThan(1e-4);
+    expect(Array.from(chunked.greedyIds!)).toEqual(Array.from(one.greedyIds!));
+  });
+
+  it('other use_bidirectional_attention values are refused', () => {
+    expect(() => make('all')).toThrow(/use_bidirectional_attention.*only null or "vision"/);
+  });
+});

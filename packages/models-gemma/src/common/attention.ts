@@ -53,6 +53,8 @@ export class GemmaAttention {
     /** True when this layer reads another layer's KV. */
     readonly shared: boolean,
     readonly sharedQueryOffset: SharedQueryOffset = 'forward-start',
+    /** Queries and keys inside one of the input's bidirectionalSpans see each other (Gemma 4 "vision" sliding layers). */
+    readonly bidirectionalSpans = false,
   ) {}
 
   /** xn [N, H] (already input-normed) → [N, H]; `caches[b]` is this layer's cache of sequence b. */
@@ -83,6 +85,7 @@ export class GemmaAttention {
         scale: 1.0,
         window: window || undefined,
         causal: true,
+        ...(this.bidirectionalSpans && s.input.bidirectionalSpans?.length ? { spans: s.input.bidirectionalSpans } : {}),
       });
       attn.set(out, r0 * qw);
     });

@@ -104,6 +104,7 @@ export function loadGemma4Weights(
       ropes.get(type)!,
       shared,
       opts.sharedQueryOffset,
+      cfg.bidirectionalImageSpans && type === 'sliding_attention',
     );
     return {
       attn,
