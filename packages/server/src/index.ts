@@ -4,9 +4,13 @@
  * scheduler: up to `maxBatch` of them are decoded together (one forward pass per step for all), the rest
  * wait in arrival order; a client that disconnects cancels its request.
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { BatchScheduler, type GenerateOptions, type LoadedModel, type PromptInput } from '@mlxcel/engine';
+import { webuiResponse } from './webui.js';
+
+export { webuiResponse, WEBUI_CSP, type WebuiResponse } from './webui.js';
 
 export interface ServerOptions {
   host?: string;
@@ -17,6 +21,10 @@ export interface ServerOptions {
   maxBodyBytes?: number;
   /** Requests decoded together (continuous batching). Default 8; 1 = one at a time. */
   maxBatch?: number;
+  /** Serve the chat page at / (default true). */
+  webui?: boolean;
+  /** When set, every route except /health and the chat page needs `Authorization: Bearer <apiKey>`. */
+  apiKey?: string;
 }
 
 export interface RunningServer {
@@ -146,10 +154,24 @@ export async function startServer(loaded: LoadedModel, opts: ServerOptions = {})
     }
   }
 
+  // Constant-time key check: compare fixed-length digests so neither content nor length leaks through timing.
+  const keyDigest = opts.apiKey ? createHash('sha256').update(opts.apiKey).digest() : null;
+  const authorized = (req: IncomingMessage) => {
+    if (!keyDigest) return true;
+    const m = /^Bearer (.+)$/.exec(req.headers.authorization ?? '');
+    return !!m && timingSafeEqual(createHash('sha256').update(m[1]!).digest(), keyDigest);
+  };
+
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     const handle = async () => {
       if (req.method === 'GET' && url.pathname === '/health') return send(res, 200, { status: 'ok' });
+      const page = opts.webui !== false && (req.method === 'GET' || req.method === 'HEAD') ? webuiResponse(url.pathname) : null;
+      if (page) {
+        res.writeHead(page.status, page.headers);
+        return void res.end(req.method === 'HEAD' ? undefined : page.body);
+      }
+      if (!authorized(req)) throw new HttpError(401, 'missing or wrong API key (send "Authorization: Bearer <key>")', 'authentication_error');
       if (req.method === 'GET' && url.pathname === '/v1/models')
         return send(res, 200, { object: 'list', data: [{ id: modelName, object: 'model', created: created(), owned_by: 'mlxcel' }] });
       if (req.method === 'POST' && url.pathname === '/v1/chat/completions') return complete(req, res, true);

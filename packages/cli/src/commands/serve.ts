@@ -14,9 +14,14 @@ export function registerServe(program: Command): void {
     .option('--host <host>', 'listen address', '127.0.0.1')
     .option('--port <n>', 'port', int('--port', 0, 65535), 8080)
     .option('--max-batch <n>', 'requests decoded together (continuous batching); 1 = one at a time', int('--max-batch', 1, 256), 8)
+    .option('--api-key <key>', 'require "Authorization: Bearer <key>" on every route but /health and the chat page (default: $MLXCEL_API_KEY)')
+    .option('--no-webui', 'do not serve the chat page at /')
     .action(async (o: Record<string, unknown>) => {
       const loaded = await openModel(o as never);
-      const server = await startServer(loaded, { host: o.host as string, port: o.port as number, maxBatch: o.maxBatch as number });
-      info(`mlxcel serving ${loaded.dir} on http://${server.host}:${server.port}/v1 (up to ${o.maxBatch as number} requests decoded together)`);
+      const apiKey = (o.apiKey as string | undefined) ?? (process.env.MLXCEL_API_KEY || undefined);
+      const server = await startServer(loaded, { host: o.host as string, port: o.port as number, maxBatch: o.maxBatch as number, webui: o.webui as boolean, apiKey });
+      const base = `http://${server.host}:${server.port}`;
+      info(`mlxcel serving ${loaded.dir} on ${base}/v1 (up to ${o.maxBatch as number} requests decoded together)${apiKey ? ', API key required' : ''}`);
+      if (o.webui !== false) info(`chat page: ${base}/`);
     });
 }
