@@ -25,8 +25,8 @@ export function serveDemo(extra: string[] = []): Promise<Served> {
     let log = '';
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`mlxcel serve did not start in 30 s:\n${log}`));
-    }, 30_000);
+      reject(new Error(`mlxcel serve did not start in 120 s:\n${log}`));
+    }, 120_000);
     const onData = (d: Buffer) => {
       log += d.toString();
       const m = /serving .* on (http:\/\/[^/\s]+)\/v1/.exec(log);

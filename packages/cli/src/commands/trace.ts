@@ -1,8 +1,8 @@
 /**
  * mlxcel trace: the logit trace (fixture-contract tensor names) and `trace compare`.
  *   mlxcel trace --model DIR (--ids 1,2,3 | --ids-file F.safetensors) [--chunk K] [--decode N]
- *                [--kv-cache KIND] --out OUT.safetensors [--waveform F.safetensors] [--image FILE ...]
- *                [--max-soft-tokens N]
+ *                [--kv-cache KIND] [--dump-layers] --out OUT.safetensors [--waveform F.safetensors]
+ *                [--image FILE ...] [--max-soft-tokens N]
  *   mlxcel trace compare A.safetensors B.safetensors [--margin M] [--json]
  */
 import { existsSync } from 'node:fs';
@@ -25,6 +25,7 @@ export function registerTrace(program: Command): void {
     .option('--chunk <k>', 'prefill in chunks of k tokens', int('--chunk', 1))
     .option('--decode <n>', 'greedy continuation length', int('--decode', 1))
     .option('--kv-cache <kind>', 'KV cache storage kind')
+    .option('--dump-layers', 'also write `embeddings` and `hidden_states.<layer>` F32 [T, hidden] of the prompt forward')
     .option('--waveform <file>', 'safetensors with a `waveform` tensor (audio models)')
     .option('--image <file>', 'image whose soft tokens fill the next placeholder run of the ids (repeatable, in order)', collect, [])
     .option('--max-soft-tokens <n>', 'Gemma 4: soft-token budget per image (70, 140, 280, 560, 1120)', int('--max-soft-tokens', 1))
@@ -70,8 +71,12 @@ export function registerTrace(program: Command): void {
       Object.assign(extra, traceAudio(loaded, f.get('waveform').toF32()));
     }
     if (!ids && !o.waveform) throw new UsageError('pass --ids, --ids-file or --waveform');
+    if (o.dumpLayers && !ids) throw new UsageError('--dump-layers needs prompt ids (--ids or --ids-file)');
     const images = o.image as string[];
-    const topts: TraceOptions = { chunk: o.chunk as number | undefined, decode: o.decode as number | undefined, kvCache: o.kvCache as string | undefined };
+    const topts: TraceOptions = {
+      chunk: o.chunk as number | undefined, decode: o.decode as number | undefined, kvCache: o.kvCache as string | undefined,
+      dumpLayers: o.dumpLayers === true,
+    };
     if (images.length) {
       if (!ids) throw new UsageError('--image needs the prompt ids (--ids or --ids-file) with one placeholder run per image');
       for (const f of images) if (!existsSync(f)) throw new UsageError(`--image ${f} does not exist`);
