@@ -15,6 +15,7 @@ export const BENCHES = {
   audio: { script: 'packages/audio/bench/audio.mjs', about: 'log-mel features and audio encoders (@mlxcel/audio)' },
   decode: { script: 'bench/decode.mjs', about: 'end-to-end decode at real shapes (random q4) vs the read-bandwidth ceiling' },
   structured: { script: 'packages/engine/bench/structured.mjs', about: 'structured output: schema compile time and per-token mask cost vs the decode step (@mlxcel/engine)' },
+  vision: { script: 'packages/vision/bench/vision.mjs', about: 'vision towers per image at real shapes (random bf16) vs the GEMM rate, TTFT with an image (@mlxcel/vision)' },
   server: { script: 'packages/server/bench/server.mjs', about: '/health latency idle / during 8 streams / during a 4000-token prefill; 8 streams via HTTP vs the scheduler directly (@mlxcel/server)' },
   batch: { script: 'packages/engine/bench/batch.mjs', about: 'continuous batching: aggregate decode tok/s with 1-8 concurrent requests (@mlxcel/engine)' },
 };

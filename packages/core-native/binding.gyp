@@ -41,7 +41,8 @@
         "src/bind_kv.cc",
         "src/bind_misc.cc",
         "src/bind_audio.cc",
-        "src/bind_moe.cc"
+        "src/bind_moe.cc",
+        "src/bind_vision.cc"
       ],
       "dependencies": ["kernels_scalar"],
       "conditions": [

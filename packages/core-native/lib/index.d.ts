@@ -114,6 +114,17 @@ export declare function localAttention(o: LocalAttentionOptions): void;
 export declare function clamp(x: Float32Array, lo: number, hi: number, out: Float32Array): void;
 export declare function glu(x: Float32Array, rows: number, half: number, out: Float32Array): void;
 
+// Vision kernels (src/bind_vision.cc, src/isa/vision_impl.h).
+export interface DwConv2dOptions {
+  /** Channels-last input [h, w, c]; output [outH, outW, c]; weight [kh*kw, c], tap-major. Zero padding. */
+  x: Float32Array; h: number; w: number; c: number;
+  weight: Float32Array; kh: number; kw: number;
+  strideH: number; strideW: number; padTop: number; padBottom: number; padLeft: number; padRight: number;
+  /** Must not alias x. */
+  out: Float32Array;
+}
+export declare function dwconv2d(o: DwConv2dOptions): { outH: number; outW: number };
+
 // KV stores (packages/cache) and batched attention over them (src/bind_kv.cc, src/bind_attention.cc).
 /**
  * One run of KV slots. layout 0 (rows): K [n, nKvHeads, headDim], V [n, nKvHeads, vDim], dtype 0-2.

@@ -76,6 +76,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   RegisterMisc(env, exports);
   RegisterAudio(env, exports);
   RegisterMoe(env, exports);
+  RegisterVision(env, exports);
   return exports;
 }
 

@@ -11,4 +11,5 @@ void RegisterKv(Napi::Env env, Napi::Object exports);
 void RegisterMisc(Napi::Env env, Napi::Object exports);
 void RegisterAudio(Napi::Env env, Napi::Object exports);
 void RegisterMoe(Napi::Env env, Napi::Object exports);
+void RegisterVision(Napi::Env env, Napi::Object exports);
 }  // namespace mlx

@@ -148,6 +148,16 @@ struct LocalAttentionArgs {
   float* out = nullptr;                // [n, heads, head_dim]
 };
 
+// Vision kernels (isa/vision_impl.h, bind_vision.cc).
+struct DwConv2dArgs {
+  const float* x = nullptr;            // [h, w, c]
+  int64_t h = 0, w = 0, c = 0;
+  int kh = 0, kw = 0, sh = 1, sw = 1, pad_top = 0, pad_left = 0;
+  const float* weight = nullptr;       // [kh*kw, c], tap-major
+  int64_t out_h = 0, out_w = 0;        // zero padding below/right is implied by these
+  float* out = nullptr;                // [out_h, out_w, c]
+};
+
 enum UnaryOp : int { kSilu = 0, kGeluTanh = 1, kGeluErf = 2, kRelu = 3, kTanh = 4, kExp = 5, kSigmoid = 6, kNeg = 7, kSquare = 8, kSqrt = 9 };
 enum BinaryOp : int { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3, kMax = 4 };
 
@@ -187,6 +197,8 @@ struct KernelTable {
   void (*glu)(const float* x, int64_t rows, int64_t half, float* out);
   // out[t] = sum_j weights[t,j] * down_e(act(gate_e(x_t)) * up_e(x_t)), e = ids[t,j].
   void (*moe_switch_glu)(const MoeArgs& a);
+  // Depthwise conv2d, channels-last (isa/vision_impl.h).
+  void (*dwconv2d)(const DwConv2dArgs& a);
 };
 
 // Defined by each variant's translation unit.

@@ -229,7 +229,7 @@ export class BatchScheduler {
     if (!batch.length) return;
     try {
       const out = this.loaded.model.forward(
-        batch.map((a) => ({ ids: Int32Array.of(a.next!), state: a.state })),
+        batch.map((a) => ({ ids: Int32Array.of(a.next!), state: a.state, embeddingOverrides: a.opts.decodeEmbedding?.(a.next!) })),
         { logits: 'last' },
       );
       batch.forEach((a, k) => {

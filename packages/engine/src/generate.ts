@@ -10,14 +10,17 @@ import type { ForwardInput, LanguageModel, SequenceState } from '@mlxcel/tensor'
 import { MlxcelError } from './errors.js';
 import type { LoadedModel } from './load.js';
 import { decodeOne, openSession, PromptPrefill, yieldToLoop } from './session.js';
-import type { GenerateOptions, GeneratedToken, GenerationStats, PromptInput } from './types.js';
+import type { GenerateOptions, GeneratedToken, GenerationStats, PromptInput, PromptSpan } from './types.js';
+import type { ChatMessage } from './chat/index.js';
+import { hasImageParts, imagePrompt } from './vision.js';
 
 /** Runs a whole prompt through the model in chunks (0 = one pass); returns the last row's logits. */
 export function prefill(
   model: LanguageModel, state: SequenceState, ids: Int32Array, chunk: number,
   overrides?: ForwardInput['embeddingOverrides'], onProgress?: (done: number, total: number) => void,
+  spans?: readonly PromptSpan[],
 ): Float32Array {
-  return new PromptPrefill(model, state, ids, { chunk, overrides }).runAll(onProgress);
+  return new PromptPrefill(model, state, ids, { chunk, overrides, spans }).runAll(onProgress);
 }
 
 /**
@@ -57,8 +60,16 @@ export class Generation implements AsyncIterable<GeneratedToken> {
   }
 
   private async *run(): AsyncGenerator<GeneratedToken> {
-    const { loaded, opts } = this;
-    const { ids, state, emitter, prefill: promptPrefill } = openSession(loaded, this.prompt, opts);
+    const { loaded } = this;
+    let opts = this.opts;
+    let prompt = this.prompt;
+    if (typeof prompt !== 'string' && hasImageParts(prompt as readonly ChatMessage[])) {
+      // Images in the messages: encode them, expand their placeholders, splice the soft tokens.
+      const ip = await imagePrompt(loaded, prompt as readonly ChatMessage[], { system: opts.system, image: opts.image });
+      prompt = ip.ids;
+      opts = { ...opts, embeddingOverrides: ip.overrides, atomicSpans: ip.spans, decodeEmbedding: opts.decodeEmbedding ?? ip.decodeEmbedding };
+    }
+    const { ids, state, emitter, prefill: promptPrefill } = openSession(loaded, prompt, opts);
     this.state = state;
     const t0 = performance.now();
     let logits = promptPrefill.runAll(opts.onPrefillProgress);
@@ -68,7 +79,7 @@ export class Generation implements AsyncIterable<GeneratedToken> {
       const { items, next } = emitter.emit(logits);
       for (const item of items) yield item;
       if (next === null) break;
-      logits = decodeOne(loaded.model, state, next);
+      logits = decodeOne(loaded.model, state, next, opts.decodeEmbedding);
       await yieldToLoop();
     }
     this.resolveStats(emitter.stats(ids.length, t0, tPrefill - t0, performance.now()));

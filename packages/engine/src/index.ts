@@ -2,9 +2,9 @@ export * from './text.js';
 export { registerArchitecture, supportedModelTypes, architectureFor } from './registry.js';
 export { loadModel, loadModelFromDir, readJson, type LoadModelOptions, type LoadedModel } from './load.js';
 export { generate, Generation, prefill } from './generate.js';
-export type { GenerateOptions, GeneratedToken, GenerationStats, PromptInput, StepResult } from './types.js';
+export type { GenerateOptions, GeneratedToken, GenerationStats, PromptInput, PromptSpan, StepResult } from './types.js';
 export {
-  openSession, PromptPrefill, promptIds, checkContext, prefillChunkFor, decodeOne, DEFAULT_PREFILL_CHUNK,
+  openSession, PromptPrefill, promptIds, checkContext, prefillChunkFor, decodeOne, DEFAULT_PREFILL_CHUNK, chunkEnd, spansInRange,
   type Session, type PromptPrefillOptions,
 } from './session.js';
 export { StopMatcher } from './stop.js';
@@ -15,3 +15,7 @@ export { randomModel, shrinkLayers, ensureDemoModel, defaultCacheDir, type Rando
 export { audioModelOf, audioPrompt, traceAudio, type AudioPrompt } from './audio.js';
 export * from './constraint/index.js';
 export * from './tools/index.js';
+export {
+  hasImageParts, imagePrompt, imageSourceFromUrl, imageSourceOfPart, readImageFile, supportsImages, traceImages, visionDecodeEmbedding, visionInfo, visionModelOf,
+  type ImagePrompt, type ImageTrace, type VisionInfo,
+} from './vision.js';

@@ -15,6 +15,8 @@ export interface LoadModelOptions extends DownloadModelOptions {
   chatTemplateFile?: string;
   /** Load without a tokenizer (trace/bench on checkpoints that ship none). Default: required when present. */
   tokenizer?: 'auto' | 'none';
+  /** Never load the vision tower (its weights stay unread on disk); image input then fails clearly. */
+  noVision?: boolean;
 }
 
 export interface LoadedModel {
@@ -28,6 +30,8 @@ export interface LoadedModel {
   /** Stop ids: generation_config.json eos_token_id, else config.json's, plus the tokenizer's EOS. */
   eosIds: number[];
   generationConfig: Record<string, unknown>;
+  /** Loaded with `noVision`: image input is refused. */
+  noVision?: boolean;
 }
 
 export function readJson(path: string, what: string): Record<string, unknown> {
@@ -81,7 +85,7 @@ export function loadModelFromDir(dir: string, opts: Omit<LoadModelOptions, keyof
   ]);
   let chatTemplate: ChatTemplate | null = null;
   if (tokenizer) chatTemplate = loadChatTemplate({ dir, tokenizerConfig: tokenizer.tokenizerConfig, file: opts.chatTemplateFile });
-  return { dir, config, model, tokenizer, chatTemplate, eosIds: [...eos], generationConfig };
+  return { dir, config, model, tokenizer, chatTemplate, eosIds: [...eos], generationConfig, noVision: opts.noVision === true };
 }
 
 /** A local folder, or a Hugging Face repo id (`org/name[@revision]`) downloaded into the HF cache. */

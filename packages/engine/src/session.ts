@@ -11,7 +11,8 @@ import { buildPrompt, type ChatMessage } from './chat/index.js';
 import { MlxcelError } from './errors.js';
 import type { LoadedModel } from './load.js';
 import { TokenEmitter } from './token-emitter.js';
-import type { GenerateOptions, PromptInput } from './types.js';
+import type { GenerateOptions, PromptInput, PromptSpan } from './types.js';
+import { hasImageParts } from './vision.js';
 
 export const DEFAULT_PREFILL_CHUNK = 2048;
 
@@ -20,6 +21,8 @@ export function promptIds(loaded: LoadedModel, prompt: PromptInput, opts: Pick<G
   if (typeof prompt !== 'string' && !Array.isArray(prompt)) return Int32Array.from(prompt as ArrayLike<number>);
   if (Array.isArray(prompt) && prompt.length > 0 && typeof prompt[0] === 'number') return Int32Array.from(prompt as number[]);
   if (!loaded.tokenizer) throw new MlxcelError('TOKENIZER_MISSING', `${loaded.dir} has no tokenizer; pass token ids instead of text`);
+  if (hasImageParts(prompt as string | readonly ChatMessage[]))
+    throw new MlxcelError('IMAGE_PROMPT', 'messages with image parts need their images encoded: use generate() (it does so) or imagePrompt() and pass its ids and embeddingOverrides');
   let input = prompt as string | readonly ChatMessage[];
   if (opts.system !== undefined) {
     const msgs: ChatMessage[] = typeof input === 'string' ? [{ role: 'user', content: input }] : [...input];
@@ -52,6 +55,27 @@ export interface PromptPrefillOptions {
   logits?: 'last' | 'all';
   /** Passed to every forward (e.g. onHiddenState for trace --dump-layers). */
   forward?: Omit<ForwardOptions, 'logits'>;
+  /** Prompt spans a chunk boundary must not split (image spans); passed to the model as bidirectionalSpans. */
+  spans?: readonly PromptSpan[];
+}
+
+/**
+ * End of the prefill chunk that starts at `start` with nominal size `step`: moved past any span it
+ * would cut (an image span is attended as a whole, and Gemma 4's bidirectional image attention needs
+ * every row of it in one forward), so chunked prefill equals one pass.
+ */
+export function chunkEnd(start: number, step: number, total: number, spans: readonly PromptSpan[] = []): number {
+  let end = Math.min(total, start + step);
+  for (const s of spans) if (end > s.start && end < s.end) end = Math.min(total, s.end);
+  return end;
+}
+
+/** The spans inside prompt rows [start, end) as absolute positions ([p, q) pairs), given the position of row `start`. */
+export function spansInRange(spans: readonly PromptSpan[] | undefined, start: number, end: number, pos0: number): Int32Array | undefined {
+  if (!spans?.length) return undefined;
+  const out: number[] = [];
+  for (const s of spans) if (s.start >= start && s.end <= end) out.push(pos0 + s.start - start, pos0 + s.end - start);
+  return out.length ? Int32Array.from(out) : undefined;
 }
 
 /**
@@ -80,9 +104,10 @@ export class PromptPrefill {
 
   /** Runs the next chunk of at most min(chunk, limit) tokens and returns its logits. */
   next(limit = this.chunk): Float32Array {
-    const start = this.done, end = Math.min(this.ids.length, start + Math.min(this.chunk, limit));
+    const start = this.done, end = chunkEnd(start, Math.min(this.chunk, limit), this.ids.length, this.opts.spans);
     const overrides = this.opts.overrides ? overridesForChunk(this.opts.overrides, start, end - start) : undefined;
-    const input: ForwardInput = { ids: this.ids.subarray(start, end), state: this.state, embeddingOverrides: overrides, totalLength: this.state.offset + this.ids.length - start };
+    const bidirectionalSpans = spansInRange(this.opts.spans, start, end, this.state.offset);
+    const input: ForwardInput = { ids: this.ids.subarray(start, end), state: this.state, embeddingOverrides: overrides, totalLength: this.state.offset + this.ids.length - start, bidirectionalSpans };
     const logits = this.model.forward([input], { ...this.opts.forward, logits: this.opts.logits ?? 'last' })[0]!;
     this.done = end;
     return this.opts.logits === 'all' ? logits : logits.subarray(logits.length - this.model.vocabSize);
@@ -103,8 +128,11 @@ export class PromptPrefill {
 export const yieldToLoop = (): Promise<void> => new Promise<void>((r) => setImmediate(r));
 
 /** One decode step of one sequence: feeds `token`, returns the logits of its position [V]. */
-export function decodeOne(model: LanguageModel, state: SequenceState, token: number): Float32Array {
-  const out = model.forward([{ ids: Int32Array.of(token), state }], { logits: 'last' })[0]!;
+export function decodeOne(
+  model: LanguageModel, state: SequenceState, token: number,
+  decodeEmbedding?: (token: number) => ForwardInput['embeddingOverrides'] | undefined,
+): Float32Array {
+  const out = model.forward([{ ids: Int32Array.of(token), state, embeddingOverrides: decodeEmbedding?.(token) }], { logits: 'last' })[0]!;
   return out.subarray(out.length - model.vocabSize);
 }
 
@@ -124,6 +152,6 @@ export function openSession(loaded: LoadedModel, prompt: PromptInput, opts: Gene
   const state = opts.state ?? model.newState({ kvCache: opts.kvCache });
   checkContext(model, state, ids.length);
   const emitter = new TokenEmitter(loaded, ids, opts, state);
-  const prefill = new PromptPrefill(model, state, ids, { chunk: prefillChunkFor(model, opts), overrides: opts.embeddingOverrides });
+  const prefill = new PromptPrefill(model, state, ids, { chunk: prefillChunkFor(model, opts), overrides: opts.embeddingOverrides, spans: opts.atomicSpans });
   return { ids, state, emitter, prefill };
 }

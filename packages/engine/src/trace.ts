@@ -4,10 +4,11 @@
  * tensor names (plus `embeddings` / `hidden_states.<layer>` with dumpLayers), and a comparison of two
  * traces.
  */
-import { SafetensorsFile, Tensor, writeSafetensors, type LanguageModel } from '@mlxcel/tensor';
+import { SafetensorsFile, Tensor, writeSafetensors, type ForwardInput, type LanguageModel } from '@mlxcel/tensor';
 import { MlxcelError } from './errors.js';
 import { Sampler } from './sampling/index.js';
 import { decodeOne, PromptPrefill } from './session.js';
+import type { PromptSpan } from './types.js';
 
 export interface TraceOptions {
   /** Prefill chunk size; 0/undefined = one pass. */
@@ -17,6 +18,12 @@ export interface TraceOptions {
   kvCache?: string;
   /** Also keep every named intermediate of the prompt forward (`embeddings`, `hidden_states.<layer>`). */
   dumpLayers?: boolean;
+  /** Multimodal rows of the prompt (image / audio soft tokens, hard multimodal ids). */
+  embeddingOverrides?: ForwardInput['embeddingOverrides'];
+  /** Prompt spans a chunk boundary must not split (image spans). */
+  atomicSpans?: readonly PromptSpan[];
+  /** Override for a greedy token fed back (Gemma 3n hard vision ids). */
+  decodeEmbedding?: (token: number) => ForwardInput['embeddingOverrides'] | undefined;
 }
 
 export interface TraceResult {
@@ -40,6 +47,8 @@ export function traceModel(model: LanguageModel, ids: Int32Array, opts: TraceOpt
   const prefill = new PromptPrefill(model, state, ids, {
     chunk: opts.chunk ?? 0,
     logits: 'all',
+    overrides: opts.embeddingOverrides,
+    spans: opts.atomicSpans,
     forward: hiddenStates ? { onHiddenState: (name, values, width) => keepRows(hiddenStates, name, values, width, prefill, T) } : {},
   });
   const logits = new Float32Array(T * V);
@@ -59,7 +68,7 @@ export function traceModel(model: LanguageModel, ids: Int32Array, opts: TraceOpt
       greedyLogits.set(row, n * V);
       const tok = greedy.sample(row).token;
       greedyIds[n] = tok;
-      if (n + 1 < N) row = decodeOne(model, state, tok).slice();
+      if (n + 1 < N) row = decodeOne(model, state, tok, opts.decodeEmbedding).slice();
     }
     result.greedyIds = greedyIds;
     result.greedyLogits = greedyLogits;

@@ -7,6 +7,13 @@ import type { ChatMessage } from './chat/index.js';
 import type { Grammar } from './constraint/grammar.js';
 import type { CompiledConstraint, ResponseFormat } from './constraint/index.js';
 import type { SamplerOptions } from './sampling/index.js';
+import type { ImageInputOptions } from '@mlxcel/vision';
+
+/** Prompt rows [start, end). */
+export interface PromptSpan {
+  start: number;
+  end: number;
+}
 
 export interface GenerateOptions extends SamplerOptions {
   /** Default 256. */
@@ -23,7 +30,7 @@ export interface GenerateOptions extends SamplerOptions {
   /** Template options for string/message prompts. */
   noChatTemplate?: boolean;
   system?: string;
-  /** Extra embeddings for some prompt rows (audio soft tokens). */
+  /** Extra embeddings for some prompt rows (audio / image soft tokens). */
   embeddingOverrides?: ForwardInput['embeddingOverrides'];
   /**
    * Constrain the output to JSON (`{ type: 'json_object' }`) or to a JSON Schema
@@ -34,6 +41,15 @@ export interface GenerateOptions extends SamplerOptions {
   grammar?: string | Grammar;
   /** A constraint compiled ahead with `compileConstraint` (overrides responseFormat / grammar; null = none). */
   constraint?: CompiledConstraint | null;
+  /** Prompt row ranges [start, end) a prefill chunk boundary must not split (image spans). */
+  atomicSpans?: readonly PromptSpan[];
+  /**
+   * Embedding override for a generated token fed back during decode (Gemma 3n: ids in the vision
+   * vocabulary take the multimodal embedder's hard path on every forward), undefined = none.
+   */
+  decodeEmbedding?: (token: number) => ForwardInput['embeddingOverrides'] | undefined;
+  /** Image options for message prompts with image parts (Gemma 4 soft-token budget, pixel limit). */
+  image?: ImageInputOptions;
   /** Called after each prefill chunk (tokens done, total). */
   onPrefillProgress?: (done: number, total: number) => void;
   /** Report this many most likely tokens (with their logprobs) for every sampled token. Default 0. */

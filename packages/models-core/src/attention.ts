@@ -38,6 +38,8 @@ export type MaskBuilder<R> = (seq: R, qPos: Int32Array, kPos: Int32Array) => Uin
 export function attendBatch<R extends AttendRows>(
   q: Float32Array, k: Float32Array | null, v: Float32Array | null, layout: BatchLayout<R>,
   cacheOf: (seq: R) => LayerCache, g: AttentionGeometry, mask?: MaskBuilder<R>,
+  /** Bidirectional spans of a sequence in this call ([start, end) absolute positions), e.g. Gemma 4 image spans. */
+  spansOf?: (seq: R) => Int32Array | undefined,
 ): Float32Array {
   const { nHeads, nKvHeads, headDim: D } = g;
   const qw = nHeads * D, kw = nKvHeads * D;
@@ -48,11 +50,13 @@ export function attendBatch<R extends AttendRows>(
     if (k && v) cache.update(k.subarray(r0 * kw, r1 * kw), v.subarray(r0 * kw, r1 * kw), s.len);
     const qPos = layout.positions.subarray(r0, r1);
     const m = mask ? mask(s, qPos, cache.slotPositions()) : null;
+    const spans = spansOf?.(s);
     const o = cache.attend(q.subarray(r0 * qw, r1 * qw), s.len, nHeads, qPos, {
       scale: g.scale,
       window: g.window ?? 0,
       causal: true,
       ...(m ? { mask: m, maskHeads: nHeads } : {}),
+      ...(spans?.length ? { spans } : {}),
     });
     out.set(o, r0 * qw);
   }

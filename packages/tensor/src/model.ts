@@ -36,6 +36,12 @@ export interface ForwardInput {
    * same table as a single pass instead of re-encoding at the crossing.
    */
   totalLength?: number;
+  /**
+   * Multimodal spans of this call as [start, end) absolute position pairs, for models that attend
+   * inside an image bidirectionally (Gemma 4 26B/31B sliding layers); other models ignore it. Every
+   * span lies wholly inside this call (prefill chunks never split one).
+   */
+  bidirectionalSpans?: Int32Array;
 }
 
 export interface ForwardOptions {

@@ -1,33 +1,37 @@
 /**
  * mlxcel chat: an interactive conversation that keeps the model's cache between turns. Each turn
  * renders the whole conversation, keeps the cached prefix that still matches and feeds only the
- * new tokens (so earlier turns are never recomputed).
+ * new tokens (so earlier turns are never recomputed). `/image FILE` attaches an image to the next
+ * message (vision models).
  */
+import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
-import { generate, promptIds } from '@mlxcel/engine';
+import { generate, imagePrompt, overridesInRange, promptIds, supportsImages, type ChatMessage, type GenerateOptions } from '@mlxcel/engine';
 import type { SequenceState } from '@mlxcel/tensor';
 import { addSamplingFlags, samplingOptions } from '../sampling.js';
 import { dim, info } from '../ui/output.js';
 import { statsLine } from './generate.js';
 import { openModel } from './model-arg.js';
 
-type Msg = { role: 'system' | 'user' | 'assistant'; content: string };
+type Msg = ChatMessage;
 
 export function registerChat(program: Command): void {
   const cmd = program
     .command('chat')
-    .description('interactive chat (type /exit or Ctrl-D to quit, /reset to start over)')
+    .description('interactive chat (type /exit or Ctrl-D to quit, /reset to start over, /image FILE to attach an image)')
     .option('-m, --model <dir|repo>', 'model folder or Hugging Face repo id')
     .option('--demo', 'use the built-in random-weight demo model')
     .option('--system <text>', 'system message')
-    .option('--chat-template <file>', 'use this Jinja chat template');
+    .option('--chat-template <file>', 'use this Jinja chat template')
+    .option('--no-vision', 'do not load the vision tower (saves its memory; /image is refused)');
   addSamplingFlags(cmd).action(async (o: Record<string, unknown>) => {
     const loaded = await openModel(o as never);
     const base = samplingOptions(o);
     const history: Msg[] = o.system ? [{ role: 'system', content: o.system as string }] : [];
     let state: SequenceState | undefined;
     let fed: number[] = []; // token ids whose KV is in `state`
+    let pending: string[] = []; // images attached to the next message
     const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: Boolean(process.stdin.isTTY) });
     const prompt = () => process.stderr.write(process.stdin.isTTY ? '> ' : '');
     prompt();
@@ -39,12 +43,36 @@ export function registerChat(program: Command): void {
         history.splice(o.system ? 1 : 0);
         state = undefined;
         fed = [];
+        pending = [];
         info(dim('(conversation reset)'));
         prompt();
         continue;
       }
-      history.push({ role: 'user', content: text });
-      const all = Array.from(promptIds(loaded, history));
+      if (text.startsWith('/image')) {
+        const file = text.slice('/image'.length).trim();
+        if (!supportsImages(loaded)) info(dim(loaded.noVision ? '(the vision tower was not loaded: --no-vision)' : '(this model has no vision tower)'));
+        else if (!file || !existsSync(file)) info(dim(`(no such image file: ${file || '(none given)'})`));
+        else {
+          pending.push(file);
+          info(dim(`(image attached to your next message: ${file})`));
+        }
+        prompt();
+        continue;
+      }
+      history.push({ role: 'user', content: pending.length ? [...pending.map((path) => ({ type: 'image' as const, path })), { type: 'text' as const, text }] : text });
+      pending = [];
+      // With images: encode them (cached per file), expand their placeholders and splice the soft tokens.
+      let mm: Pick<GenerateOptions, 'embeddingOverrides' | 'atomicSpans' | 'decodeEmbedding'> = {};
+      let ip: Awaited<ReturnType<typeof imagePrompt>> | null = null;
+      try {
+        ip = history.some((m) => Array.isArray(m.content)) ? await imagePrompt(loaded, history) : null;
+      } catch (e) {
+        history.pop();
+        info(dim(`(${(e as Error).message})`));
+        prompt();
+        continue;
+      }
+      const all = ip ? Array.from(ip.ids) : Array.from(promptIds(loaded, history));
       let common = 0;
       while (common < fed.length && common < all.length && fed[common] === all[common]) common++;
       if (common === all.length) common--; // always feed at least one token
@@ -58,7 +86,14 @@ export function registerChat(program: Command): void {
           common = 0;
         }
       }
-      const gen = generate(loaded, all.slice(common), { ...base, state });
+      if (ip) {
+        mm = {
+          embeddingOverrides: overridesInRange(ip.overrides, common, all.length),
+          atomicSpans: ip.spans.filter((sp) => sp.end > common).map((sp) => ({ start: Math.max(0, sp.start - common), end: sp.end - common })),
+          decodeEmbedding: ip.decodeEmbedding,
+        };
+      }
+      const gen = generate(loaded, all.slice(common), { ...base, state, ...mm });
       let reply = '';
       const out: number[] = [];
       for await (const t of gen) {

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { audioPrompt, generate, type GenerateOptions, type GenerationStats } from '@mlxcel/engine';
 import { UsageError } from '../errors.js';
+import { collect, int } from '../parse.js';
 import { addSamplingFlags, samplingOptions } from '../sampling.js';
 import { dim, formatBytes, info } from '../ui/output.js';
 import { openModel } from './model-arg.js';
@@ -35,6 +36,9 @@ export function registerGenerate(program: Command): void {
     .option('--audio <file>', 'WAV file for audio-capable models (Gemma 3n / Gemma 4)')
     .option('--json-schema <file>', 'constrain the output to JSON valid against this JSON Schema file')
     .option('--grammar <file>', 'constrain the output to this GBNF grammar file (llama.cpp syntax)')
+    .option('--image <file>', 'image for vision models (Gemma 3n / Gemma 4); repeatable, in prompt order', collect, [])
+    .option('--max-soft-tokens <n>', 'Gemma 4: soft-token budget per image (70, 140, 280, 560, 1120)', int('--max-soft-tokens', 1))
+    .option('--no-vision', 'do not load the vision tower (saves its memory; image input is refused)')
     .option('--json', 'print one JSON object (text, token ids, stats) instead of streaming');
   addSamplingFlags(cmd).action(async (o: Record<string, unknown>) => {
     const demo = Boolean(o.demo && !o.model);
@@ -52,8 +56,13 @@ export function registerGenerate(program: Command): void {
     const opts = { ...samplingOptions(o), system: o.system as string | undefined, noChatTemplate: o.chatTemplate === false };
     let input: Parameters<typeof generate>[1] = prompt;
     let overrides;
+    const images = o.image as string[];
+    if (o.audio && images.length) throw new UsageError('pass either --audio or --image, not both');
+    if (images.length && o.chatTemplate === false) throw new UsageError('--image needs the chat template (it places the image placeholders)');
     if (o.audio) ({ ids: input, overrides } = audioPrompt(loaded, o.audio as string, prompt, { system: opts.system }));
-    const gen = generate(loaded, input, { ...opts, ...constraint, embeddingOverrides: overrides });
+    // Image parts first, then the text, in one user turn (generate() encodes the images).
+    if (images.length) input = [{ role: 'user', content: [...images.map((path) => ({ type: 'image' as const, path })), { type: 'text' as const, text: prompt }] }];
+    const gen = generate(loaded, input, { ...opts, ...constraint, embeddingOverrides: overrides, image: { maxSoftTokens: o.maxSoftTokens as number | undefined } });
     const tokens: number[] = [];
     let text = '';
     for await (const t of gen) {

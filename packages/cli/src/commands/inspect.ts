@@ -1,5 +1,6 @@
 /** mlxcel inspect: architecture, parameters, quantization and estimated memory for a context. */
 import type { Command } from 'commander';
+import { visionInfo } from '@mlxcel/engine';
 import { formatBytes } from '../ui/output.js';
 import { int } from '../parse.js';
 import { openModel } from './model-arg.js';
@@ -23,6 +24,7 @@ export function registerInspect(program: Command): void {
     .option('--demo', 'inspect the built-in demo model')
     .option('--context <n>', 'context length for the memory estimate', int('--context', 1), 4096)
     .option('--json', 'machine-readable output')
+    .option('--no-vision', 'count the model without its vision tower (as `generate --no-vision` loads it)')
     .action(async (o: Record<string, unknown>) => {
       const loaded = await openModel(o as never);
       const m = loaded.model;
@@ -30,6 +32,8 @@ export function registerInspect(program: Command): void {
       const q = (cfg.quantization ?? cfg.quantization_config ?? null) as Record<string, unknown> | null;
       const kv = kvBytesPerToken(cfg);
       const ctx = o.context as number;
+      const vision = visionInfo(loaded);
+      const visionBytes = vision && !vision.disabled ? vision.bytes : 0;
       const report = {
         dir: loaded.dir,
         modelType: m.modelType,
@@ -46,7 +50,8 @@ export function registerInspect(program: Command): void {
         eosIds: loaded.eosIds,
         context: ctx,
         kvCacheBytes: kv.bytes * ctx,
-        estimatedMemoryBytes: m.stats.weightBytes + kv.bytes * ctx,
+        vision,
+        estimatedMemoryBytes: m.stats.weightBytes + visionBytes + kv.bytes * ctx,
         kvNote: kv.note,
       };
       if (o.json) {
@@ -60,7 +65,8 @@ export function registerInspect(program: Command): void {
         `parameters   ${(report.parameters / 1e6).toFixed(2)} M`,
         `weights      ${formatBytes(report.weightBytes)}${q ? ` (${q.bits}-bit, group ${q.group_size})` : ''}`,
         `tokenizer    ${report.tokenizer ?? 'none'}${report.chatTemplate ? ', chat template' : ''}`,
-        `memory @ ${ctx} tokens: ${formatBytes(report.estimatedMemoryBytes)} (weights + ${formatBytes(report.kvCacheBytes)} KV; ${kv.note})`,
+        `vision       ${vision ? `${vision.tower}: ${(vision.parameters / 1e6).toFixed(2)} M parameters, ${formatBytes(vision.bytes)}${vision.disabled ? ' (not loaded: --no-vision)' : ''}` : 'none'}`,
+        `memory @ ${ctx} tokens: ${formatBytes(report.estimatedMemoryBytes)} (text weights${visionBytes ? ` + ${formatBytes(visionBytes)} vision tower` : ''} + ${formatBytes(report.kvCacheBytes)} KV; ${kv.note})`,
       ];
       process.stdout.write(`${lines.join('\n')}\n`);
     });

@@ -7,6 +7,8 @@ export interface ModelFlags {
   model?: string;
   demo?: boolean;
   chatTemplate?: string;
+  /** commander's `--no-vision` sets vision: false. */
+  vision?: boolean;
 }
 
 export async function openModel(o: ModelFlags): Promise<LoadedModel> {
@@ -19,7 +21,8 @@ export async function openModel(o: ModelFlags): Promise<LoadedModel> {
   }
   const bars = new Map<string, Progress>();
   return loadModel(spec, {
-    chatTemplateFile: o.chatTemplate,
+    chatTemplateFile: typeof o.chatTemplate === 'string' ? o.chatTemplate : undefined,
+    noVision: o.vision === false,
     onProgress: (p: DownloadProgress) => {
       let bar = bars.get(p.file);
       if (!bar) bars.set(p.file, (bar = new Progress(`downloading ${p.file}`)));

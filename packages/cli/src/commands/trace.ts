@@ -2,14 +2,15 @@
  * mlxcel trace: the logit trace (fixture-contract tensor names) and `trace compare`.
  *   mlxcel trace --model DIR (--ids 1,2,3 | --ids-file F.safetensors) [--chunk K] [--decode N]
  *                [--kv-cache KIND] [--dump-layers] --out OUT.safetensors [--waveform F.safetensors]
+ *                [--image FILE ...] [--max-soft-tokens N]
  *   mlxcel trace compare A.safetensors B.safetensors [--margin M] [--json]
  */
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
-import { compareTraces, loadModel, traceAudio, traceModel, writeTrace } from '@mlxcel/engine';
+import { compareTraces, loadModel, traceAudio, traceImages, traceModel, writeTrace, type TraceOptions } from '@mlxcel/engine';
 import { SafetensorsFile, writeSafetensors, type Tensor } from '@mlxcel/tensor';
 import { UsageError } from '../errors.js';
-import { idList, int, num } from '../parse.js';
+import { collect, idList, int, num } from '../parse.js';
 import { info } from '../ui/output.js';
 
 export function registerTrace(program: Command): void {
@@ -26,6 +27,8 @@ export function registerTrace(program: Command): void {
     .option('--kv-cache <kind>', 'KV cache storage kind')
     .option('--dump-layers', 'also write `embeddings` and `hidden_states.<layer>` F32 [T, hidden] of the prompt forward')
     .option('--waveform <file>', 'safetensors with a `waveform` tensor (audio models)')
+    .option('--image <file>', 'image whose soft tokens fill the next placeholder run of the ids (repeatable, in order)', collect, [])
+    .option('--max-soft-tokens <n>', 'Gemma 4: soft-token budget per image (70, 140, 280, 560, 1120)', int('--max-soft-tokens', 1))
     .option('-o, --out <file>', 'output .safetensors')
     .option('--margin <m>', 'compare: top-1 margin for a "decided" disagreement', num('--margin', 0), 0.1)
     .option('--json', 'compare: machine-readable output');
@@ -69,11 +72,20 @@ export function registerTrace(program: Command): void {
     }
     if (!ids && !o.waveform) throw new UsageError('pass --ids, --ids-file or --waveform');
     if (o.dumpLayers && !ids) throw new UsageError('--dump-layers needs prompt ids (--ids or --ids-file)');
+    const images = o.image as string[];
+    const topts: TraceOptions = {
+      chunk: o.chunk as number | undefined, decode: o.decode as number | undefined, kvCache: o.kvCache as string | undefined,
+      dumpLayers: o.dumpLayers === true,
+    };
+    if (images.length) {
+      if (!ids) throw new UsageError('--image needs the prompt ids (--ids or --ids-file) with one placeholder run per image');
+      for (const f of images) if (!existsSync(f)) throw new UsageError(`--image ${f} does not exist`);
+      const t = await traceImages(loaded, ids, images, { maxSoftTokens: o.maxSoftTokens as number | undefined });
+      Object.assign(extra, t.tensors);
+      Object.assign(topts, { embeddingOverrides: t.overrides, atomicSpans: t.spans, decodeEmbedding: t.decodeEmbedding });
+    }
     if (ids) {
-      const r = traceModel(loaded.model, ids, {
-        chunk: o.chunk as number | undefined, decode: o.decode as number | undefined, kvCache: o.kvCache as string | undefined,
-        dumpLayers: o.dumpLayers === true,
-      });
+      const r = traceModel(loaded.model, ids, topts);
       writeTrace(o.out as string, r, loaded.model.vocabSize, extra);
     } else {
       writeSafetensors(o.out as string, extra, { format: 'mlxcel-trace' });

@@ -1247,6 +1247,7 @@ static void rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, con
 #include "attention_impl.h"
 #include "audio_impl.h"
 #include "moe_impl.h"
+#include "vision_impl.h"
 
 static double stream_sum(const uint8_t* p, int64_t bytes) {
   const int64_t n = bytes / int64_t(sizeof(vu));
@@ -1307,6 +1308,7 @@ static inline mlx::KernelTable make_table(const char* name) {
   t.clamp = clamp;
   t.glu = glu;
   t.moe_switch_glu = moe_switch_glu;
+  t.dwconv2d = dwconv2d;
   return t;
 }
 }  // namespace MLX_NS

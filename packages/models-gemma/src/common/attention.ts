@@ -55,6 +55,8 @@ export class GemmaAttention {
     /** True when this layer reads another layer's KV. */
     readonly shared: boolean,
     readonly sharedQueryOffset: SharedQueryOffset = 'forward-start',
+    /** Queries and keys inside one of the input's bidirectionalSpans see each other (Gemma 4 "vision" sliding layers). */
+    readonly bidirectionalSpans = false,
   ) {}
 
   /** xn [N, H] (already input-normed) → [N, H]. */
@@ -74,7 +76,9 @@ export class GemmaAttention {
       k = ops.rmsNorm(kRaw, headDim, this.w.kNorm!.weight, eps, false, kRaw);
       this.rope.apply(k, N, nKvHeads, headDim, b.positions);
     }
-    const attn = attendBatch(q, k, v, b, (s) => s.state.caches[this.layer]!, this.geo); // [N, nHeads·D]
+    // [N, nHeads·D]; "vision" sliding layers let each image span attend to itself both ways.
+    const spansOf = this.bidirectionalSpans ? (s: { input: { bidirectionalSpans?: Int32Array } }) => s.input.bidirectionalSpans : undefined;
+    const attn = attendBatch(q, k, v, b, (s) => s.state.caches[this.layer]!, this.geo, undefined, spansOf);
     return this.w.o.forward(attn, N);
   }
 

@@ -40,6 +40,11 @@ export interface Gemma4Config {
   kvSources: number[];
   moe: Gemma4MoeConfig | null;
   tieWordEmbeddings: boolean;
+  /**
+   * use_bidirectional_attention "vision" (26B/31B): during a forward, image tokens of one contiguous
+   * span see each other on sliding layers (HF create_causal_mask_mapping); full layers stay causal.
+   */
+  bidirectionalImageSpans: boolean;
   /** Warnings worth surfacing (absent layer_types, a last layer that is not full). */
   warnings: string[];
 }
@@ -119,6 +124,7 @@ export function parseGemma4Config(config: Json): Gemma4Config {
     kvSources: sources,
     moe,
     tieWordEmbeddings: typeof config.tie_word_embeddings === 'boolean' ? config.tie_word_embeddings : c.bool('tie_word_embeddings', true),
+    bidirectionalImageSpans: bidirectionalMode(c),
     warnings,
   };
   if (cfg.finalLogitSoftcapping !== null && !(cfg.finalLogitSoftcapping > 0))
@@ -143,4 +149,12 @@ function globalHeadDimOf(c: ConfigReader, types: readonly LayerType[], headDim: 
     }
   }
   return headDim;
+}
+
+/** use_bidirectional_attention: null/absent (causal) or "vision"; anything else is not supported. */
+function bidirectionalMode(c: ConfigReader): boolean {
+  const v = c.raw('use_bidirectional_attention');
+  if (v === undefined || v === null || v === false) return false;
+  if (v === 'vision') return true;
+  c.fail('use_bidirectional_attention', `= ${JSON.stringify(v)} is not supported (only null or "vision")`, 'E_CONFIG_UNSUPPORTED');
 }

@@ -106,6 +106,7 @@ export function loadGemma4Weights(
       l,
       shared,
       opts.sharedQueryOffset,
+      cfg.bidirectionalImageSpans && type === 'sliding_attention',
     );
     return {
       attn,
