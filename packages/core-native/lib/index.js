@@ -2,14 +2,22 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checkEnv } from './env.js';
 
 const require = createRequire(import.meta.url);
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 function load() {
+  checkEnv();
   try {
     return require('node-gyp-build')(root);
   } catch (err) {
+    // A valid variant name this CPU or build lacks: the addon's init says which ones exist.
+    if (err && typeof err.message === 'string' && err.message.startsWith('MLXCEL_ISA:')) {
+      const e = new Error(err.message);
+      e.code = 'E_ENV';
+      throw e;
+    }
     const e = new Error(
       `@mlxcel/core-native: no native build for ${process.platform}-${process.arch} (node ${process.versions.node}). ` +
         `Build from source with \`pnpm --filter @mlxcel/core-native build\` (needs python3 and a C++17 compiler). ` +
