@@ -5,7 +5,7 @@
  * Forward passes are synchronous native work; the loop yields to the event loop between tokens
  * so consumers stream output and cancellation is observed promptly.
  */
-import type { ForwardInput, LanguageModel, SequenceState } from '@mlxcel/tensor';
+import { toTokenIds, type ForwardInput, type LanguageModel, type SequenceState } from '@mlxcel/tensor';
 import type { ChatMessage } from './chat/index.js';
 import { buildPrompt } from './chat/index.js';
 import { MlxcelError } from './errors.js';
@@ -58,15 +58,18 @@ export type PromptInput = string | readonly ChatMessage[] | ArrayLike<number>;
 
 /** Token ids for a prompt: ids as given, or text/messages through the chat template. */
 export function promptIds(loaded: LoadedModel, prompt: PromptInput, opts: Pick<GenerateOptions, 'noChatTemplate' | 'system'> = {}): Int32Array {
-  if (typeof prompt !== 'string' && !Array.isArray(prompt)) return Int32Array.from(prompt as ArrayLike<number>);
-  if (Array.isArray(prompt) && prompt.length > 0 && typeof prompt[0] === 'number') return Int32Array.from(prompt as number[]);
+  // Ids go through the one validator (no Int32Array.from: it wraps 2^32 + 1 to 1 and 3.5 to 3).
+  if (typeof prompt !== 'string' && !Array.isArray(prompt)) return toTokenIds(prompt, 'prompt', loaded.model.vocabSize);
+  if (Array.isArray(prompt) && prompt.length > 0 && typeof prompt[0] !== 'object') return toTokenIds(prompt, 'prompt', loaded.model.vocabSize);
   if (!loaded.tokenizer) throw new MlxcelError('TOKENIZER_MISSING', `${loaded.dir} has no tokenizer; pass token ids instead of text`);
   let input = prompt as string | readonly ChatMessage[];
   if (opts.system !== undefined) {
     const msgs: ChatMessage[] = typeof input === 'string' ? [{ role: 'user', content: input }] : [...input];
     input = [{ role: 'system', content: opts.system }, ...msgs];
   }
-  const built = buildPrompt(loaded.tokenizer, input, { template: loaded.chatTemplate, noChatTemplate: opts.noChatTemplate });
+  const built = buildPrompt(loaded.tokenizer, input, {
+    template: loaded.chatTemplate, noChatTemplate: opts.noChatTemplate, maxTokens: loaded.model.maxContext,
+  });
   return Int32Array.from(built.ids);
 }
 

@@ -3,7 +3,7 @@
  * continuation, written as safetensors with the fixture contract's tensor names, and a comparison
  * of two traces.
  */
-import { SafetensorsFile, Tensor, writeSafetensors, type LanguageModel } from '@mlxcel/tensor';
+import { SafetensorsFile, Tensor, toTokenIds, writeSafetensors, type LanguageModel } from '@mlxcel/tensor';
 import { MlxcelError } from './errors.js';
 import { Sampler } from './sampling/index.js';
 
@@ -24,11 +24,11 @@ export interface TraceResult {
   greedyLogits?: Float32Array;
 }
 
-export function traceModel(model: LanguageModel, ids: Int32Array, opts: TraceOptions = {}): TraceResult {
+export function traceModel(model: LanguageModel, idsIn: ArrayLike<number>, opts: TraceOptions = {}): TraceResult {
   const V = model.vocabSize;
+  const ids = toTokenIds(idsIn, 'trace: ids', V);
   const T = ids.length;
   if (T === 0) throw new MlxcelError('PROMPT_EMPTY', 'trace: no input ids');
-  for (const id of ids) if (id < 0 || id >= V) throw new MlxcelError('BAD_INPUT', `trace: token id ${id} is outside the vocabulary [0, ${V})`);
   const state = model.newState({ kvCache: opts.kvCache });
   const logits = new Float32Array(T * V);
   const step = opts.chunk && opts.chunk > 0 ? opts.chunk : T;

@@ -3,7 +3,7 @@
  * are concatenated (sequence-major) so projections and MLPs run once over all rows; attention then
  * runs per sequence on its slice of rows with its own caches.
  */
-import { MlxcelError, type ForwardInput } from '@mlxcel/tensor';
+import { MlxcelError, toTokenIds, type ForwardInput } from '@mlxcel/tensor';
 import type { GemmaState } from './state.js';
 
 /** Extra, optional members of a Gemma forward input (the multimodal and padded-prefill hooks). */
@@ -43,7 +43,7 @@ export function layoutBatch(batch: readonly GemmaForwardInput[], isState: (s: un
   if (!Array.isArray(batch) || batch.length === 0) throw new MlxcelError('E_INPUT', 'forward: the batch is empty');
   const idLists = batch.map((b, i) => {
     if (!isState(b.state)) throw new MlxcelError('E_INPUT', `forward: batch[${i}].state was not created by this model's newState()`);
-    const ids = b.ids instanceof Int32Array ? b.ids : Int32Array.from(b.ids ?? []);
+    const ids = toTokenIds(b.ids ?? [], `forward: batch[${i}].ids`);  // range vs the tables: the native gather
     if (ids.length === 0) throw new MlxcelError('E_INPUT', `forward: batch[${i}].ids is empty`);
     return ids;
   });
