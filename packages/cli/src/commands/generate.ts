@@ -1,5 +1,5 @@
 /** mlxcel generate: one prompt in, streamed text out (or one JSON object with --json). */
-import { readFileSync } from 'node:fs';
+import { readRegularFile } from '@mlxcel/tensor';
 import type { Command } from 'commander';
 import { audioPrompt, generate, type GenerationStats } from '@mlxcel/engine';
 import { UsageError } from '../errors.js';
@@ -39,7 +39,7 @@ export function registerGenerate(program: Command): void {
     // The random-weight demo prints meaningless text: keep it short unless asked otherwise.
     if (demo && cmd.getOptionValueSource('maxTokens') === 'default') o.maxTokens = 48;
     let prompt = o.prompt as string | undefined;
-    if (prompt === undefined && o.promptFile) prompt = readFileSync(o.promptFile as string, 'utf8');
+    if (prompt === undefined && o.promptFile) prompt = readRegularFile(o.promptFile as string, '--prompt-file', 'utf8');
     if (prompt === undefined && !process.stdin.isTTY) prompt = await readStdin();
     if (prompt === undefined || prompt.trim() === '') {
       if (demo) prompt = 'Write a haiku about fast inference.';

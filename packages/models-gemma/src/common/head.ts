@@ -3,7 +3,7 @@
  * `c · tanh(z / c)` (gemma-common.md §4). Only the rows that are returned are projected: with
  * `logits: 'last'` that is one row per sequence, which matters with 262k-row vocabularies.
  */
-import { ops, type Linear, type RMSNorm } from '@mlxcel/tensor';
+import { firstNonFinite, NonFiniteError, ops, type Linear, type RMSNorm } from '@mlxcel/tensor';
 import type { BatchLayout } from './batch.js';
 
 export class LmHead {
@@ -25,6 +25,9 @@ export class LmHead {
     pick.forEach((r, i) => rows.set(h.subarray(r * H, (r + 1) * H), i * H));
     this.norm.forward(rows, H, rows);
     const logits = this.head.forward(rows, pick.length);
+    // Before the soft-cap: c·tanh(z/c) maps ±Inf to ±c, which would hide them (see GemmaModelBase.forward).
+    const bad = firstNonFinite(logits);
+    if (bad >= 0) throw new NonFiniteError('logits', bad, logits[bad]!, 'E_NONFINITE_LOGITS');
     if (this.softcap !== null) {
       const c = this.softcap;
       ops.scale(logits, 1 / c, 0, logits);

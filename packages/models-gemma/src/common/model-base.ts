@@ -3,7 +3,10 @@
  * states, and forward = lay out the batch → the architecture's hidden rows → norm + head (+ soft-cap)
  * → advance each state. Each architecture supplies `hidden` (embedding, per-layer inputs, layers).
  */
-import type { ForwardOptions, LanguageModel, Linear, RMSNorm, StateOptions } from '@mlxcel/tensor';
+import {
+  isNonFiniteFailure, locateNonFinite, NO_PROBE, NonFiniteError, nonFiniteLogitsError, nonFiniteReport, type MlxcelError,
+  type FiniteProbe, type ForwardOptions, type LanguageModel, type Linear, type RMSNorm, type StateOptions,
+} from '@mlxcel/tensor';
 import { layoutBatch, type BatchLayout, type GemmaForwardInput } from './batch.js';
 import { LmHead } from './head.js';
 import type { LayerType } from './layer-types.js';
@@ -32,6 +35,8 @@ export abstract class GemmaModelBase implements LanguageModel {
   readonly stats: { parameters: number; weightBytes: number };
   private readonly head: LmHead;
   private readonly cacheLayout: CacheLayout;
+  /** Check points in `hidden` call `this.probe.check(...)`: a no-op except while locating NaN/Inf. */
+  protected probe: FiniteProbe = NO_PROBE;
 
   protected constructor(
     readonly config: Readonly<Record<string, unknown>>,
@@ -71,8 +76,41 @@ export abstract class GemmaModelBase implements LanguageModel {
 
   forward(batch: GemmaForwardInput[], opts: ForwardOptions = {}): Float32Array[] {
     const b = layoutBatch(batch, this.isState);
-    const logits = this.head.forward(this.hidden(b), b, opts.logits ?? 'all');
+    let logits: Float32Array[];
+    try {
+      logits = this.head.forward(this.hidden(b), b, opts.logits ?? 'all');
+    } catch (e) {
+      if (!isNonFiniteFailure(e) || this.probe !== NO_PROBE) throw e;
+      throw this.locate(batch, b, e, opts.logits ?? 'all');
+    }
     for (const s of b.seqs) s.state.advance(s.len);
     return logits;
+  }
+
+  /**
+   * Non-finite logits: re-run the same rows once on fresh states with the probe active (the live
+   * states' caches already hold this step's keys, so they cannot be re-run) and name where NaN/Inf
+   * first appear. The failing step does not advance any state.
+   */
+  private locate(batch: GemmaForwardInput[], b: BatchLayout, e: MlxcelError, which: 'all' | 'last'): Error {
+    const V = this.vocabSize;
+    // The head projected one row per sequence ('last') or every row ('all'): find the first bad row's sequence.
+    const row = e instanceof NonFiniteError ? Math.floor(e.index / V) : 0;
+    let seq = 0;
+    if (which === 'last') seq = row;
+    else while (seq < b.seqs.length - 1 && row >= b.seqs[seq]!.start + b.seqs[seq]!.len) seq++;
+    const firstAt = locateNonFinite((probe) => {
+      this.probe = probe;
+      try {
+        const fresh = batch.map((x) => ({ ...x, state: this.newState() }));
+        const fb = layoutBatch(fresh, this.isState);
+        this.head.forward(this.hidden(fb), fb, 'last');
+      } finally {
+        this.probe = NO_PROBE;
+      }
+    });
+    const at = firstAt === 'logits' ? 'the LM head output (logits)' : firstAt;
+    if (!(e instanceof NonFiniteError)) return nonFiniteReport(this.modelType, e.message, at);  // a router saw NaN
+    return nonFiniteLogitsError(this.modelType, seq, e.index % V, e.value, at);
   }
 }

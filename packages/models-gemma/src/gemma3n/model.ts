@@ -29,7 +29,9 @@ export class Gemma3nModel extends GemmaModelBase {
     const { hiddenSize: H, numLayers: NL, hiddenSizePerLayerInput: P } = this.cfg;
     const N = b.n;
     const e = embedBatch(this.w.embed, b);
+    this.probe.check('the embedding (embed_tokens)', e);
     const ple = splitPerLayer(this.w.ple.forward(e, b), N, NL, P);
+    ple.forEach((p, l) => this.probe.check(`the per-layer input of layer ${l} (embed_tokens_per_layer / per_layer_model_projection)`, p));
     let X = altupExpand(e, N, H, this.w.altupProjections);
     this.w.layers.forEach((layer, l) => {
       X = this.layer(layer, l, X, ple[l]!, b);
@@ -48,19 +50,24 @@ export class Gemma3nModel extends GemmaModelBase {
     const lr = L.laurelRight.forward(L.laurelLeft.forward(xn, N), N);
     const laurel = ops.add(xn, L.postLaurelNorm.forward(lr, H, lr));
 
+    this.probe.check(`layer ${l} AltUp prediction (layers.${l}.altup.*)`, act);
     const attn = L.attn.forward(xn, b, b.seqs.map((s) => s.state.caches[l]!));
+    this.probe.check(`layer ${l} self_attn output (layers.${l}.self_attn.*)`, attn);
+    this.probe.check(`layer ${l} laurel output (layers.${l}.laurel.*)`, laurel);
     L.postAttnNorm.forward(attn, H, attn);
     // s = (act + att + laurel) / sqrt(2)
     const s = ops.add(ops.add(act, attn, attn), laurel, attn);
     ops.scale(s, Math.SQRT1_2, 0, s);
 
     const m = L.mlp.forward(L.preFfNorm.forward(s, H), N);
+    this.probe.check(`layer ${l} MLP output (layers.${l}.mlp.*)`, m);
     const y = ops.add(s, L.postFfNorm.forward(m, H, m), m);
 
     const corr = L.altup.correct(pred, y, N);
     // Per-layer input injection (§7.4): v = RMSNorm(W_proj (gelu(W_g f) ⊙ ple_l)), added to streams 1..K−1.
     const v = perLayerInjection(L.pliGate, L.pliProjection, L.postPliNorm, L.altup.scaledActive(corr), pleL, N, H);
     for (let k = 1; k < corr.length; k++) ops.add(corr[k]!, v, corr[k]!);
+    this.probe.check(`layer ${l} output (AltUp correction / per-layer input gate of layers.${l})`, corr);
     return corr;
   }
 }

@@ -29,6 +29,7 @@ export class Gemma4Model extends GemmaModelBase {
   protected hidden(b: BatchLayout): Float32Array {
     const { numLayers: NL, hiddenSizePerLayerInput: P } = this.cfg;
     let x = embedBatch(this.w.embed, b);
+    this.probe.check('the embedding (embed_tokens)', x);
     const ple = this.w.ple ? splitPerLayer(this.w.ple.forward(x, b), b.n, NL, P) : null;
     this.w.layers.forEach((layer, l) => {
       x = this.layer(layer, l, x, ple ? ple[l]! : null, b);
@@ -40,6 +41,7 @@ export class Gemma4Model extends GemmaModelBase {
   private layer(L: Gemma4Layer, l: number, x: Float32Array, pleL: Float32Array | null, b: BatchLayout): Float32Array {
     const H = this.cfg.hiddenSize, N = b.n;
     const attn = L.attn.forward(L.inputNorm.forward(x, H), b, b.seqs.map((s) => s.state.caches[l]!));
+    this.probe.check(`layer ${l} self_attn output (layers.${l}.self_attn.*)`, attn);
     const h = ops.add(x, L.postAttnNorm.forward(attn, H, attn), attn);
 
     let m: Float32Array;
@@ -48,10 +50,12 @@ export class Gemma4Model extends GemmaModelBase {
       m = L.mlp.forward(L.preFfNorm.forward(h, H), N);
       L.postFfNorm.forward(m, H, m);
     }
+    this.probe.check(`layer ${l} ${L.moe ? 'MLP / MoE' : 'MLP'} output (layers.${l}.${L.moe ? 'mlp.* / experts.*' : 'mlp.*'})`, m);
     ops.add(h, m, h);
 
     if (L.pli && pleL) ops.add(h, perLayerInjection(L.pli.gate, L.pli.projection, L.pli.norm, h, pleL, N, H), h);
     if (L.layerScalar !== 1) ops.scale(h, L.layerScalar, 0, h);
+    this.probe.check(`layer ${l} output (per-layer input / layer_scalar of layers.${l})`, h);
     return h;
   }
 }

@@ -4,7 +4,11 @@
  * decoder layer and the output head.
  */
 import { RopeTableCache, type RopeSpec } from '@mlxcel/rope';
-import type { ForwardInput, ForwardOptions, LanguageModel, SequenceState, StateOptions } from '@mlxcel/tensor';
+import {
+  firstNonFinite, isNonFiniteFailure, locateNonFinite, NO_PROBE, NonFiniteError, nonFiniteLogitsError, nonFiniteReport,
+  type MlxcelError,
+  type FiniteProbe, type ForwardInput, type ForwardOptions, type LanguageModel, type SequenceState, type StateOptions,
+} from '@mlxcel/tensor';
 import { commitBatch, gatherRows, outputRows, planBatch, type Plan } from './batch.js';
 import { makeLayerCache, type LayerCacheSpec } from './caches.js';
 import { PhiSequence } from './sequence.js';
@@ -47,6 +51,8 @@ export abstract class PhiModelBase implements LanguageModel {
   protected readonly family: string;
   private readonly tables: RopeTableCache;
   private readonly layerCaches: LayerCacheSpec[];
+  /** Layer-boundary check points: a no-op except while locating NaN/Inf (see forward). */
+  private probe: FiniteProbe = NO_PROBE;
 
   protected constructor(p: ModelBaseParams) {
     this.modelType = p.modelType;
@@ -89,13 +95,21 @@ export abstract class PhiModelBase implements LanguageModel {
     let counts: number[];
     try {
       const h = this.embed(plan.ids);
-      for (let l = 0; l < this.numLayers; l++) this.layer(l, h, plan);
+      this.probe.check('the embedding (embed_tokens)', h);
+      for (let l = 0; l < this.numLayers; l++) {
+        this.layer(l, h, plan);
+        this.probe.check(`layer ${l} output (layers.${l}.*)`, h);
+      }
       const out = outputRows(plan, opts.logits ?? 'all');
       counts = out.counts;
       logits = this.head(gatherRows(h, this.hiddenSize, out.rows), out.rows.length);
+      // The only per-step check: one pass over the logits rows (see @mlxcel/tensor finite.ts).
+      const bad = firstNonFinite(logits);
+      if (bad >= 0) throw new NonFiniteError('logits', bad, logits[bad]!, 'E_NONFINITE_LOGITS');
     } catch (e) {
       // Some layers may already hold this step's keys: rebuild these sequences from their ids next time.
       for (const r of plan.runs) r.seq.stale = true;
+      if (isNonFiniteFailure(e) && this.probe === NO_PROBE) throw this.locate(batch, e);
       throw e;
     }
     commitBatch(plan);
@@ -107,5 +121,22 @@ export abstract class PhiModelBase implements LanguageModel {
       row += c;
     }
     return result;
+  }
+
+  /** Non-finite logits: re-run the batch's new rows once on fresh states with the probe on, name where NaN/Inf appear. */
+  private locate(batch: ForwardInput[], e: MlxcelError): Error {
+    const firstAt = locateNonFinite((probe) => {
+      this.probe = probe;
+      try {
+        this.forward(batch.map((x) => ({ ...x, state: this.newState() })), { logits: 'last' });
+      } finally {
+        this.probe = NO_PROBE;
+      }
+    });
+    const V = this.vocabSize;
+    // Sequence of the first bad row: the row count per sequence is not at hand here, so name the row.
+    const at = firstAt === 'logits' ? 'the LM head output (logits)' : firstAt;
+    if (!(e instanceof NonFiniteError)) return nonFiniteReport(this.modelType, e.message, at);  // the router saw NaN
+    return nonFiniteLogitsError(this.modelType, Math.floor(e.index / V), e.index % V, e.value, at);
   }
 }
