@@ -53,7 +53,7 @@ export class ConfigReader {
     return this.text[name];
   }
 
-  int(name: string, opts: { min?: number; default?: number } = {}): number {
+  int(name: string, opts: { min?: number; max?: number; default?: number } = {}): number {
     const v = this.text[name];
     if (!present(v)) {
       if (opts.default !== undefined) return opts.default;
@@ -62,6 +62,7 @@ export class ConfigReader {
     if (typeof v !== 'number' || !Number.isInteger(v)) throw new GemmaConfigError(this.key(name), `expected an integer, got ${JSON.stringify(v)}`);
     const min = opts.min ?? 1;
     if (v < min) throw new GemmaConfigError(this.key(name), `must be >= ${min}, got ${v}`);
+    if (opts.max !== undefined && v > opts.max) throw new GemmaConfigError(this.key(name), `must be <= ${opts.max}, got ${v}`);
     return v;
   }
 
