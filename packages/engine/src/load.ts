@@ -3,7 +3,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Checkpoint, type LanguageModel } from '@mlxcel/tensor';
+import { assertRegularFile, Checkpoint, type LanguageModel } from '@mlxcel/tensor';
 import { loadChatTemplate, type ChatTemplate } from './chat/index.js';
 import { MlxcelError } from './errors.js';
 import { resolveModelPath, type DownloadModelOptions } from './hub/index.js';
@@ -33,8 +33,10 @@ export interface LoadedModel {
 export function readJson(path: string, what: string): Record<string, unknown> {
   let text: string;
   try {
+    assertRegularFile(path, what);  // a FIFO would block readFileSync, a directory gives a bare EISDIR
     text = readFileSync(path, 'utf8');
   } catch (e) {
+    if (e instanceof MlxcelError) throw new MlxcelError('FILE_MISSING', e.message);
     throw new MlxcelError('FILE_MISSING', `${what}: cannot read ${path} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
   }
   try {
