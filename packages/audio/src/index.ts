@@ -21,3 +21,4 @@ export {
   expandAudioPlaceholders, placeholderRows, renderAudioChatPrompt, withAudioInLastUserTurn,
   type AudioPromptIds, type AudioPromptTokens, type ChatMessage, type RenderOptions,
 } from './prompt.js';
+export { MIN_SAMPLE_RATE, MAX_SAMPLE_RATE, checkSampleRate } from './rates.js';
