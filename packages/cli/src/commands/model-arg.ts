@@ -6,7 +6,8 @@ import { info, Progress, yellow } from '../ui/output.js';
 export interface ModelFlags {
   model?: string;
   demo?: boolean;
-  chatTemplate?: string;
+  /** A file from --chat-template, or false from --no-chat-template (commander shares the key). */
+  chatTemplate?: string | false;
 }
 
 export async function openModel(o: ModelFlags): Promise<LoadedModel> {
@@ -19,7 +20,7 @@ export async function openModel(o: ModelFlags): Promise<LoadedModel> {
   }
   const bars = new Map<string, Progress>();
   return loadModel(spec, {
-    chatTemplateFile: o.chatTemplate,
+    chatTemplateFile: typeof o.chatTemplate === 'string' ? o.chatTemplate : undefined,
     onProgress: (p: DownloadProgress) => {
       let bar = bars.get(p.file);
       if (!bar) bars.set(p.file, (bar = new Progress(`downloading ${p.file}`)));
