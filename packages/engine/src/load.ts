@@ -3,7 +3,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { assertRegularFile, Checkpoint, type LanguageModel } from '@mlxcel/tensor';
+import { assertRegularFile, Checkpoint, scanWeights, type LanguageModel } from '@mlxcel/tensor';
 import { loadChatTemplate, type ChatTemplate } from './chat/index.js';
 import { MlxcelError } from './errors.js';
 import { resolveModelPath, type DownloadModelOptions } from './hub/index.js';
@@ -15,6 +15,11 @@ export interface LoadModelOptions extends DownloadModelOptions {
   chatTemplateFile?: string;
   /** Load without a tokenizer (trace/bench on checkpoints that ship none). Default: required when present. */
   tokenizer?: 'auto' | 'none';
+  /**
+   * Scan every f32/bf16/f16 tensor for NaN/Inf before building the model (E_NONFINITE_WEIGHT names the
+   * tensor). Reads the whole checkpoint once, so it is off by default.
+   */
+  checkWeights?: boolean;
 }
 
 export interface LoadedModel {
@@ -71,6 +76,7 @@ export function loadModelFromDir(dir: string, opts: Omit<LoadModelOptions, keyof
   const config = readJson(join(dir, 'config.json'), 'model config');
   const arch = architectureFor(config, join(dir, 'config.json'));
   const weights = Checkpoint.open(dir);
+  if (opts.checkWeights) scanWeights(weights, dir);
   const model = arch.load({ dir, config, weights });
   const tokenizer = opts.tokenizer === 'none' ? null : tokenizerIfPresent(dir);
   const generationConfig = existsSync(join(dir, 'generation_config.json'))

@@ -18,3 +18,4 @@ export {
   type FiniteProbe,
 } from './finite.js';
 export { TrackedWeights } from './tracked-weights.js';
+export { scanWeights } from './weight-scan.js';

@@ -21,7 +21,8 @@ export function registerChat(program: Command): void {
     .option('-m, --model <dir|repo>', 'model folder or Hugging Face repo id')
     .option('--demo', 'use the built-in random-weight demo model')
     .option('--system <text>', 'system message')
-    .option('--chat-template <file>', 'use this Jinja chat template');
+    .option('--chat-template <file>', 'use this Jinja chat template')
+    .option('--check-weights', 'scan the checkpoint for NaN/Inf weights at load (reads every tensor once)');
   addSamplingFlags(cmd).action(async (o: Record<string, unknown>) => {
     const loaded = await openModel(o as never);
     const base = samplingOptions(o);

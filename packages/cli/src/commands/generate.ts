@@ -31,6 +31,7 @@ export function registerGenerate(program: Command): void {
     .option('--prompt-file <file>', 'read the prompt from a file')
     .option('--system <text>', 'system message')
     .option('--chat-template <file>', 'use this Jinja chat template')
+    .option('--check-weights', 'scan the checkpoint for NaN/Inf weights at load (reads every tensor once)')
     .option('--no-chat-template', 'send the prompt as raw text (no chat template)')
     .option('--audio <file>', 'WAV file for audio-capable models (Gemma 3n / Gemma 4)')
     .option('--json', 'print one JSON object (text, token ids, stats) instead of streaming');

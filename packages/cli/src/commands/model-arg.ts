@@ -8,6 +8,8 @@ export interface ModelFlags {
   demo?: boolean;
   /** A file from --chat-template, or false from --no-chat-template (commander shares the key). */
   chatTemplate?: string | false;
+  /** --check-weights: scan the checkpoint for NaN/Inf weights at load. */
+  checkWeights?: boolean;
 }
 
 export async function openModel(o: ModelFlags): Promise<LoadedModel> {
@@ -21,6 +23,7 @@ export async function openModel(o: ModelFlags): Promise<LoadedModel> {
   const bars = new Map<string, Progress>();
   return loadModel(spec, {
     chatTemplateFile: typeof o.chatTemplate === 'string' ? o.chatTemplate : undefined,
+    checkWeights: o.checkWeights === true,
     onProgress: (p: DownloadProgress) => {
       let bar = bars.get(p.file);
       if (!bar) bars.set(p.file, (bar = new Progress(`downloading ${p.file}`)));
