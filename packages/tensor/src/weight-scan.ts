@@ -11,7 +11,7 @@ import { MlxcelError } from './errors.js';
 import { firstNonFinite } from './finite.js';
 import type { WeightStore } from './checkpoint.js';
 
-const CODES: Record<string, number> = { F32: native.DType.F32, F16: native.DType.F16, BF16: native.DType.BF16 };
+const CODES: Record<string, 0 | 1 | 2> = { F32: native.DType.F32, F16: native.DType.F16, BF16: native.DType.BF16 };
 const CHUNK = 1 << 20;  // elements converted per step: bounded scratch whatever the tensor size
 
 /** Throws E_NONFINITE_WEIGHT naming the first tensor holding NaN/Inf; returns how many tensors were scanned. */
