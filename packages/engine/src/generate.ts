@@ -60,7 +60,9 @@ export type PromptInput = string | readonly ChatMessage[] | ArrayLike<number>;
 export function promptIds(loaded: LoadedModel, prompt: PromptInput, opts: Pick<GenerateOptions, 'noChatTemplate' | 'system'> = {}): Int32Array {
   // Ids go through the one validator (no Int32Array.from: it wraps 2^32 + 1 to 1 and 3.5 to 3).
   if (typeof prompt !== 'string' && !Array.isArray(prompt)) return toTokenIds(prompt, 'prompt', loaded.model.vocabSize);
-  if (Array.isArray(prompt) && prompt.length > 0 && typeof prompt[0] !== 'object') return toTokenIds(prompt, 'prompt', loaded.model.vocabSize);
+  // A non-empty array is a conversation only when every entry is a message object; anything else is ids.
+  const isMessages = (p: readonly unknown[]) => p.every((m) => m !== null && typeof m === 'object' && !Array.isArray(m) && 'role' in m);
+  if (Array.isArray(prompt) && prompt.length > 0 && !isMessages(prompt)) return toTokenIds(prompt, 'prompt', loaded.model.vocabSize);
   if (!loaded.tokenizer) throw new MlxcelError('TOKENIZER_MISSING', `${loaded.dir} has no tokenizer; pass token ids instead of text`);
   let input = prompt as string | readonly ChatMessage[];
   if (opts.system !== undefined) {

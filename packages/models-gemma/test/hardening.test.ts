@@ -104,6 +104,9 @@ describe('config against the checkpoint', () => {
     const extra = copyStore(store);
     extra.set(`${L}layers.0.mlp.surprise.weight`, Tensor.fromF32(new Float32Array(4), [2, 2]));
     expect(errorOf(() => loadModel(config, extra)).message).toMatch(/does not use: model\.language_model\.layers\.0\.mlp\.surprise\.weight/);
+    const outside = copyStore(store);
+    outside.set('model.layers.0.surprise.weight', Tensor.fromF32(new Float32Array(4), [2, 2]));
+    expect(errorOf(() => loadModel(config, outside)).message).toMatch(/does not use: model\.layers\.0\.surprise\.weight/);
     const towers = copyStore(store);
     towers.set('model.vision_tower.x.weight', Tensor.fromF32(new Float32Array(4), [2, 2]));
     towers.set('lm_head.weight', store.get(`${L}embed_tokens.weight`));

@@ -38,6 +38,16 @@ describe('non-finite values are located', () => {
   });
 });
 
+describe('num_hidden_layers against the checkpoint', () => {
+  it.each([1e9, 5, 2])('%s is refused before anything per-layer is built', (n) => {
+    const fx = fixture('phi3-tiny-short');
+    const t0 = Date.now();
+    const e = errorOf(() => loadModel({ ...fx.config, num_hidden_layers: n }, fx.weights));
+    expect(e.message).toMatch(/phi3 config\.json: "num_hidden_layers" (must be <= 4096|is \d+, but the checkpoint holds 3 decoder layer)/);
+    expect(Date.now() - t0).toBeLessThan(5000);
+  });
+});
+
 describe('rope_scaling null or absent keeps plain RoPE (HF)', () => {
   it.each([['null', null], ['absent', undefined]])('phi3 with rope_scaling %s past original_max_position_embeddings loads and runs', (_n, rs) => {
     const fx = fixture('phi3-tiny-short');

@@ -51,11 +51,12 @@ export function checkAllTextTensorsUsed(
 ): void {
   const prefix = towerPrefix(tracked) ?? '';
   const sharedKv = /^layers\.(\d+)\.self_attn\.(k_proj|v_proj|k_norm)\./;
+  // Everything but the multimodal towers is in scope, inside the text prefix or not: a stray
+  // `model.layers.0.x` next to `model.language_model.*` is as unused as one inside it.
   tracked.assertAllUsed(family, (name) => {
     if (NOT_TEXT.test(name)) return false;
     if (cfg.tieWordEmbeddings && /(^|\.)lm_head\./.test(name)) return false;
-    if (!name.startsWith(prefix)) return /(^|\.)lm_head\./.test(name);  // lm_head sits outside the prefix
-    const m = sharedKv.exec(name.slice(prefix.length));
+    const m = name.startsWith(prefix) ? sharedKv.exec(name.slice(prefix.length)) : null;
     if (m && cfg.kvSources[Number(m[1])] !== Number(m[1])) return false;
     return true;
   });
