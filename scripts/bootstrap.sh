@@ -2,7 +2,8 @@
 # Set-up shared by `npm run demo` and `npm test`, then runs the requested job.
 # Needs only Node 20, python3 and a C++ toolchain; every step is incremental, so re-running is cheap.
 #   sh scripts/bootstrap.sh demo [generate flags...]   install, build, run the demo generation
-#   sh scripts/bootstrap.sh test                       install, build, run the whole test suite
+#   sh scripts/bootstrap.sh test                       install, build, run the whole test suite, then
+#                                                      the packed-install test (scripts/packed-install.mjs)
 set -e
 cd "$(dirname "$0")/.."
 job="${1:-none}"
@@ -21,7 +22,10 @@ echo "[mlxcel] building (native kernels + TypeScript)" >&2
 pnpm exec turbo run build --output-logs=errors-only >&2
 case "$job" in
   demo) exec node packages/cli/dist/bin.js generate --demo "$@" ;;
-  test) exec pnpm exec turbo run test --concurrency=1 --output-logs=full ;;
+  test)
+    pnpm exec turbo run test --concurrency=1 --output-logs=full
+    # What users install: every package packed, installed from the tarballs with npm and pnpm, used.
+    exec node scripts/packed-install.mjs ;;
   none) ;;
   *) echo "unknown job $job (demo | test)" >&2; exit 2 ;;
 esac

@@ -1,12 +1,12 @@
 #!/usr/bin/env node
-// main.js is imported dynamically so that an error while loading the native addon (MLXCEL_ISA=bogus,
-// MLXCEL_THREADS=0, no build for this platform) is reported as one line, not an uncaught stack trace.
-import('./main.js').then(
-  ({ main }) => main(process.argv),
-  (e: unknown) => {
-    const err = e as { message?: string; stack?: string };
-    process.stderr.write(`mlxcel: ${err?.message ?? String(e)}\n`);
-    if (process.argv.includes('--verbose') && err?.stack) process.stderr.write(`${err.stack}\n`);
-    process.exitCode = 1;
-  },
-);
+// The command's modules load the native addon when they are imported, so they are imported here
+// dynamically: a failure at that point (no addon for this platform, an install script that was
+// blocked, a package missing from the install) is reported as one line like any other error.
+import { reportError } from './errors.js';
+
+const argv = process.argv;
+import('./main.js')
+  .then(({ main }) => main(argv))
+  .catch((e: unknown) => {
+    process.exitCode = reportError(e, argv.includes('--verbose'));
+  });

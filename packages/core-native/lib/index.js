@@ -1,52 +1,22 @@
-// Loads the native addon: build/Release when built from source, else prebuilds/<platform>-<arch>/.
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { checkEnv } from './env.js';
+// The package's ESM entry: named exports over the same object as the CommonJS entry index.cjs (both
+// come from native.cjs, which loads the addon).
+import loaded from './native.cjs';
 
-const require = createRequire(import.meta.url);
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+if (loaded.error) throw loaded.error;
+const api = loaded.api;
 
-function load() {
-  checkEnv();
-  try {
-    return require('node-gyp-build')(root);
-  } catch (err) {
-    // A valid variant name this CPU or build lacks: the addon's init says which ones exist.
-    if (err && typeof err.message === 'string' && err.message.startsWith('MLXCEL_ISA:')) {
-      const e = new Error(err.message);
-      e.code = 'E_ENV';
-      throw e;
-    }
-    const e = new Error(
-      `@mlxcel/core-native: no native build for ${process.platform}-${process.arch} (node ${process.versions.node}). ` +
-        `Build from source with \`pnpm --filter @mlxcel/core-native build\` (needs python3 and a C++17 compiler). ` +
-        `Cause: ${err && err.message ? err.message : err}`,
-    );
-    e.code = 'MLXCEL_NATIVE_MISSING';
-    throw e;
-  }
-}
-
-const native = load();
-
-/** Storage dtype codes understood by the kernels. */
-export const DType = Object.freeze({ F32: 0, F16: 1, BF16: 2, QAFFINE: 3 });
-/** Unary op codes for `unary`. */
-export const UnaryOp = Object.freeze({ SILU: 0, GELU_TANH: 1, GELU_ERF: 2, RELU: 3, TANH: 4, EXP: 5, SIGMOID: 6, NEG: 7, SQUARE: 8, SQRT: 9 });
-/** Binary op codes for `binary`. */
-export const BinaryOp = Object.freeze({ ADD: 0, SUB: 1, MUL: 2, DIV: 3, MAX: 4 });
+export const { DType, UnaryOp, BinaryOp } = api;
 
 export const {
   cpuInfo, setIsa, setThreads, alloc, mmapFile,
   matmul, gather, rmsNorm, layerNorm, softmax, unary, binary, affine, linearCombine, rope, attention,
   toF32, fromF32, quantize, argmax, topk, streamSum,
-} = native;
+} = api;
 
 // Audio kernels (src/bind_audio.cc).
-export const { logMel, conv2d, dwconv1dCausal, localAttention, clamp, glu } = native;
+export const { logMel, conv2d, dwconv1dCausal, localAttention, clamp, glu } = api;
 
 // KV stores and batched attention over them (src/bind_kv.cc, src/bind_attention.cc).
-export const { kvWrite, kvRead, kvExport, kvImport } = native;
+export const { kvWrite, kvRead, kvExport, kvImport } = api;
 
-export default native;
+export default api.default;

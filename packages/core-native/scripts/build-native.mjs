@@ -2,6 +2,7 @@
 // A lock file serialises concurrent builds from parallel tasks so they never write build/ at the same time.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, openSync, closeSync } from 'node:fs';
+import { writeCjsTypes } from './cjs-types.mjs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cpus } from 'node:os';
@@ -24,6 +25,8 @@ async function withLock(fn) {
   }
   try { fn(); } finally { rmSync(lockPath, { force: true }); }
 }
+
+writeCjsTypes();
 
 try {
 await withLock(() => {

@@ -1,5 +1,5 @@
 /**
- * Every real config of these families (fixtures/configs, copied from /work/shared/configs) parses to
+ * Every real config of these families (fixtures/configs, the released config.json files) parses to
  * the documented values, and a random-weight model at its real shapes — fewer layers — runs one
  * forward. The two `.partial.json` files lack keys and must fail with an error naming one; the
  * Phi-3.5-MoE one is also run after completing it with the values the configs README lists as seen in
@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import type { LanguageModel } from '@mlxcel/tensor';
 import {
-  PhiConfigError, architectures, parsePhi3Config, parsePhi3SmallConfig, parsePhiMoEConfig, withQuantization,
+  ModelConfigError, architectures, parsePhi3Config, parsePhi3SmallConfig, parsePhiMoEConfig, withQuantization,
 } from '../src/index.js';
 import { realConfig } from './helpers.js';
 
@@ -113,12 +113,12 @@ describe('Phi-3-small-8k-instruct', () => {
 });
 
 describe('partial configs', () => {
-  // Without rope_scaling these partial configs now run plain RoPE (HF behaviour for rope_scaling null /
+  // Without rope_scaling these partial configs run plain RoPE (HF behaviour for rope_scaling null /
   // absent), so the first missing key is vocab_size.
   it('Phi-3-small-128k (keys after rope_scaling missing) fails naming vocab_size; no rope_scaling means plain RoPE', () => {
     const raw = realConfig('Phi-3-small-128k-instruct.partial.json');
     expect(() => parsePhi3SmallConfig(raw)).toThrow(expect.objectContaining({ key: 'vocab_size', code: 'E_CONFIG_MISSING' }));
-    expect(() => parsePhi3SmallConfig(raw)).toThrow(PhiConfigError);
+    expect(() => parsePhi3SmallConfig(raw)).toThrow(ModelConfigError);
   });
 
   it('Phi-3.5-MoE (rope_scaling cut off, no vocab_size) fails naming vocab_size; no rope_scaling means plain RoPE', () => {

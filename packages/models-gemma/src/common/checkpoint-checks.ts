@@ -8,7 +8,7 @@
  *   with per-layer weights, a wrong model_type) and the model would run with those weights ignored.
  */
 import type { TrackedWeights, WeightStore } from '@mlxcel/tensor';
-import { GemmaConfigError, isObject, type Json } from './config-read.js';
+import { isObject, ModelConfigError, type Json } from '@mlxcel/models-core';
 import { TEXT_PREFIXES } from './weights.js';
 
 /** Upper bound on num_hidden_layers for any path without a checkpoint (random weights). */
@@ -19,7 +19,7 @@ function towerPrefix(store: WeightStore): string | undefined {
 }
 
 /** Throws E_CONFIG when num_hidden_layers differs from the decoder layers present (layers.0 … layers.N-1). */
-export function checkLayerCount(store: WeightStore, config: Json): void {
+export function checkLayerCount(store: WeightStore, config: Json, family: string): void {
   const text = isObject(config.text_config) ? config.text_config : config;
   const key = isObject(config.text_config) ? 'text_config.num_hidden_layers' : 'num_hidden_layers';
   const n = text.num_hidden_layers;
@@ -34,8 +34,8 @@ export function checkLayerCount(store: WeightStore, config: Json): void {
   }
   const present = seen.size;
   if (n !== present || (present > 0 && Math.max(...seen) !== present - 1))
-    throw new GemmaConfigError(key, `is ${n}, but the checkpoint holds ${present} decoder layer(s)` +
-      (present ? ` (${prefix}layers.${Math.min(...seen)} … layers.${Math.max(...seen)})` : ''));
+    throw new ModelConfigError('E_CONFIG_INVALID', key, `is ${n}, but the checkpoint holds ${present} decoder layer(s)` +
+      (present ? ` (${prefix}layers.${Math.min(...seen)} … layers.${Math.max(...seen)})` : ''), family);
 }
 
 /** Multimodal towers and buffers the text model does not read; they are checked by their own loaders. */
@@ -67,11 +67,11 @@ export function checkAllTextTensorsUsed(
  * sliding_attention (the rule for truncated random-weight test configs); applied to real weights that
  * padding guesses the attention kind of the missing layers and runs them silently wrong.
  */
-export function checkLayerTypesComplete(config: Json): void {
+export function checkLayerTypesComplete(config: Json, family: string): void {
   const text = isObject(config.text_config) ? config.text_config : config;
   const key = isObject(config.text_config) ? 'text_config.layer_types' : 'layer_types';
   const types = text.layer_types, n = text.num_hidden_layers;
   if (Array.isArray(types) && typeof n === 'number' && types.length < n)
-    throw new GemmaConfigError(key, `has ${types.length} entries for ${n} layers: a checkpoint's config must give the kind of every layer ` +
-      '(padding with sliding_attention is only applied to random-weight test configs)');
+    throw new ModelConfigError('E_CONFIG_INVALID', key, `has ${types.length} entries for ${n} layers: a checkpoint's config must give the kind of every layer ` +
+      '(padding with sliding_attention is only applied to random-weight test configs)', family);
 }

@@ -8,8 +8,8 @@ import { gemma3nRandomWeights } from './random.js';
 import { loadGemma3nWeights } from './weights.js';
 
 export function loadGemma3n(ctx: LoadContext, opts: GemmaLoadOptions = {}): Gemma3nModel {
-  checkLayerCount(ctx.weights, ctx.config);  // before parsing: nothing per-layer is allocated yet
-  if (ctx.dir !== undefined) checkLayerTypesComplete(ctx.config);  // a checkpoint folder, not random test weights
+  checkLayerCount(ctx.weights, ctx.config, 'gemma3n');  // before parsing: nothing per-layer is allocated yet
+  if (ctx.dir !== undefined) checkLayerTypesComplete(ctx.config, 'gemma3n');  // a checkpoint folder, not random test weights
   const cfg = parseGemma3nConfig(ctx.config);
   const tracked = new TrackedWeights(ctx.weights);
   const model = new Gemma3nModel(ctx.config, cfg, loadGemma3nWeights(tracked, ctx.config, cfg, opts));

@@ -8,8 +8,8 @@ import { gemma4RandomWeights } from './random.js';
 import { loadGemma4Weights } from './weights.js';
 
 export function loadGemma4(ctx: LoadContext, opts: GemmaLoadOptions = {}): Gemma4Model {
-  checkLayerCount(ctx.weights, ctx.config);  // before parsing: nothing per-layer is allocated yet
-  if (ctx.dir !== undefined) checkLayerTypesComplete(ctx.config);  // a checkpoint folder, not random test weights
+  checkLayerCount(ctx.weights, ctx.config, 'gemma4');  // before parsing: nothing per-layer is allocated yet
+  if (ctx.dir !== undefined) checkLayerTypesComplete(ctx.config, 'gemma4');  // a checkpoint folder, not random test weights
   const cfg = parseGemma4Config(ctx.config);
   const tracked = new TrackedWeights(ctx.weights);
   const model = new Gemma4Model(ctx.config, cfg, loadGemma4Weights(tracked, ctx.config, cfg, opts));

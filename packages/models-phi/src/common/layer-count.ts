@@ -5,14 +5,14 @@
  * weights have no checkpoint; there the count is capped.
  */
 import type { WeightStore } from '@mlxcel/tensor';
-import { PhiConfigError } from './errors.js';
+import { ModelConfigError } from '@mlxcel/models-core';
 
 export const MAX_LAYERS = 4096;
 
 export function checkLayerCount(store: WeightStore, config: Readonly<Record<string, unknown>>, family: string): void {
   const n = config.num_hidden_layers;
   if (typeof n !== 'number' || !Number.isInteger(n)) return;  // the parser names the key
-  if (n > MAX_LAYERS) throw new PhiConfigError('E_CONFIG_INVALID', 'num_hidden_layers', `must be <= ${MAX_LAYERS}, got ${n}`, family);
+  if (n > MAX_LAYERS) throw new ModelConfigError('E_CONFIG_INVALID', 'num_hidden_layers', `must be <= ${MAX_LAYERS}, got ${n}`, family);
   const seen = new Set<number>();
   for (const k of store.keys()) {
     const m = /^(?:model\.)?layers\.(\d+)\./.exec(k);
@@ -20,5 +20,5 @@ export function checkLayerCount(store: WeightStore, config: Readonly<Record<stri
   }
   if (seen.size === 0) return;  // an unknown layout: the weight loader names the missing tensor
   if (seen.size !== n || Math.max(...seen) !== n - 1)
-    throw new PhiConfigError('E_CONFIG_INVALID', 'num_hidden_layers', `is ${n}, but the checkpoint holds ${seen.size} decoder layer(s) (layers.${Math.min(...seen)} … layers.${Math.max(...seen)})`, family);
+    throw new ModelConfigError('E_CONFIG_INVALID', 'num_hidden_layers', `is ${n}, but the checkpoint holds ${seen.size} decoder layer(s) (layers.${Math.min(...seen)} … layers.${Math.max(...seen)})`, family);
 }
