@@ -1,7 +1,6 @@
 /** File -> mono float32 at the model rate: WAV decoding, channel mix-down and resampling in one call. */
-import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import { MlxcelError } from '@mlxcel/tensor';
+import { readRegularFile } from '@mlxcel/tensor';
 import { resample } from './resample.js';
 import { decodeWav } from './wav.js';
 
@@ -19,11 +18,7 @@ export function loadAudio(src: string | Uint8Array, targetRate = 16000): LoadedA
   let bytes: Uint8Array, name: string;
   if (typeof src === 'string') {
     name = basename(src);
-    try {
-      bytes = readFileSync(src);
-    } catch (e) {
-      throw new MlxcelError('E_FILE', `cannot read audio file ${src}: ${(e as Error).message}`);
-    }
+    bytes = readRegularFile(src, 'audio file');  // a directory or FIFO is refused by name, never read
   } else {
     bytes = src;
     name = '<wav bytes>';

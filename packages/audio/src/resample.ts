@@ -14,6 +14,7 @@
  * tabulated when L is small (every common rate pair), else evaluated per sample.
  */
 import { MlxcelError } from '@mlxcel/tensor';
+import { checkSampleRate } from './rates.js';
 
 export interface ResampleOptions {
   /** Zero crossings of the sinc on each side (filter half-length at the cutoff). Default 32. */
@@ -43,8 +44,10 @@ function besselI0(x: number): number {
 
 /** Resamples `x` from `fromRate` to `toRate` Hz. Returns a new array of round(len * to / from) samples. */
 export function resample(x: Float32Array, fromRate: number, toRate: number, opts: ResampleOptions = {}): Float32Array {
-  for (const [k, v] of [['fromRate', fromRate], ['toRate', toRate]] as const)
+  for (const [k, v] of [['fromRate', fromRate], ['toRate', toRate]] as const) {
     if (!Number.isInteger(v) || v <= 0) throw new MlxcelError('E_ARG', `resample: ${k} must be a positive integer (Hz), got ${v}`);
+    checkSampleRate(v, `resample: ${k}`);  // bounded so that the cost stays linear (rates.ts)
+  }
   if (fromRate === toRate) return x.slice();
   const g = gcd(fromRate, toRate);
   const L = toRate / g, M = fromRate / g;

@@ -9,6 +9,7 @@
  * rejected too: a decoder that guesses on broken files produces silent garbage downstream.
  */
 import { MlxcelError } from '@mlxcel/tensor';
+import { MAX_SAMPLE_RATE, MIN_SAMPLE_RATE } from './rates.js';
 
 export const SUPPORTED_WAV_FORMATS =
   'PCM integer 8/16/24/32-bit and IEEE float 32/64-bit (format tags 1, 3, or 0xFFFE WAVE_FORMAT_EXTENSIBLE with a PCM/float sub-format), 1 or more channels';
@@ -131,6 +132,8 @@ function parseFmt(dv: DataView, bytes: Uint8Array, off: number, size: number, fa
   if (tag !== 1 && tag !== 3) fail('E_WAV_UNSUPPORTED', `unsupported codec: ${codecName(tag)}; supported: ${SUPPORTED_WAV_FORMATS}`);
   if (channels === 0) fail('E_WAV_CHANNELS', 'the "fmt " chunk declares 0 channels');
   if (sampleRate === 0) fail('E_WAV_RATE', 'the "fmt " chunk declares a sample rate of 0 Hz');
+  if (sampleRate < MIN_SAMPLE_RATE || sampleRate > MAX_SAMPLE_RATE)
+    fail('E_WAV_RATE', `the "fmt " chunk declares ${sampleRate} Hz, outside the supported ${MIN_SAMPLE_RATE}..${MAX_SAMPLE_RATE} Hz`);
   const okBits = tag === 1 ? [8, 16, 24, 32] : [32, 64];
   if (!okBits.includes(bitsPerSample))
     fail(

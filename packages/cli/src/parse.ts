@@ -25,6 +25,8 @@ export function idList(flag: string) {
     if (!parts.length) throw new UsageError(`${flag}: expected a comma-separated list of token ids`);
     return parts.map((p) => {
       if (!/^\d+$/.test(p)) throw new UsageError(`${flag}: "${p}" is not a token id`);
+      // Refused here rather than wrapped later: 4294967297 must not become id 1.
+      if (!(Number(p) < 2 ** 31)) throw new UsageError(`${flag}: ${p} is outside the token id range [0, 2^31)`);
       return Number(p);
     });
   };

@@ -9,6 +9,7 @@
 const { existsSync, readdirSync } = require('node:fs');
 const { join, sep } = require('node:path');
 const nodeGypBuild = require('node-gyp-build');
+const { checkEnv } = require('./env.cjs');
 
 const root = join(__dirname, '..');
 const BUILD_NEEDS = 'python3, make and a C++17 compiler';
@@ -69,6 +70,11 @@ function fail(code, what) {
 }
 
 function load() {
+  try {
+    checkEnv();  // MLXCEL_THREADS / MLXCEL_ISA, before the addon reads them (env.cjs)
+  } catch (e) {
+    return { error: e };
+  }
   const system = [`${process.platform}-${process.arch}`, libc(), `Node ${process.versions.node}`].filter(Boolean).join(', ');
   let file;
   try {
@@ -81,7 +87,7 @@ function load() {
   } catch (err) {
     // The addon loaded but refused to start (a bad MLXCEL_ISA, say): its own message says why.
     if (!err || err.code !== 'ERR_DLOPEN_FAILED') {
-      if (err instanceof Error && !('code' in err)) err.code = 'MLXCEL_NATIVE_INIT';
+      if (err instanceof Error && !('code' in err)) err.code = /^MLXCEL_ISA:/.test(err.message) ? 'E_ENV' : 'MLXCEL_NATIVE_INIT';
       return { error: err };
     }
     const rel = file.startsWith(root) ? file.slice(root.length + 1) : file;

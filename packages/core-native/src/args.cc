@@ -70,6 +70,19 @@ int64_t count_of(Napi::Env env, const char* fn, int64_t a, int64_t b, int64_t c)
   return abc;
 }
 
+int64_t checked_size(Napi::Env env, const char* fn, const std::string& what, std::initializer_list<int64_t> factors) {
+  constexpr int64_t kMax = int64_t(1) << 61;
+  int64_t p = 1;
+  bool bad = false;
+  std::string dims;
+  for (int64_t f : factors) {
+    dims += (dims.empty() ? "" : " x ") + std::to_string(f);
+    if (f < 0 || __builtin_mul_overflow(p, f, &p) || p > kMax) bad = true;
+  }
+  if (bad) throw_range(env, std::string(fn) + ": " + what + " size " + dims + " is too large (over 2^61)");
+  return p;
+}
+
 double num_arg(const Napi::Value& v, const char* fn, const char* name) {
   if (!v.IsNumber()) throw_type(v.Env(), where(fn, name) + " must be a number");
   return v.As<Napi::Number>().DoubleValue();

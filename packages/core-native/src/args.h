@@ -4,6 +4,7 @@
 #include <napi.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "kernels.h"
@@ -32,6 +33,11 @@ double num_arg(const Napi::Value& v, const char* fn, const char* name);
 // a * b * c for element counts, throwing a RangeError when the product exceeds 2^61 (so a later
 // multiplication by an element size cannot overflow either).
 int64_t count_of(Napi::Env env, const char* fn, int64_t a, int64_t b, int64_t c = 1);
+// The same check for any number of factors, naming the buffer whose size it is ("x", "store.k", ...):
+// every element or byte count a binding derives from JS numbers goes through count_of or checked_size,
+// never a bare `a * b`, so sizes near 2^31..2^63 give a RangeError instead of wrapping to a small
+// number that passes the buffer-length check (and then reads or allocates out of bounds).
+int64_t checked_size(Napi::Env env, const char* fn, const std::string& what, std::initializer_list<int64_t> factors);
 bool bool_arg(const Napi::Value& v, const char* fn, const char* name);
 
 // Parses and validates a weight descriptor object:

@@ -4,6 +4,7 @@
 //   optional mask and bidirectional spans; plus optional Phi-3-small block-sparse visibility.
 // Every buffer is checked against the shapes it must hold before the kernel runs.
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "args.h"
@@ -45,8 +46,8 @@ KvSegment segment_arg(Napi::Env env, const Napi::Value& val, const std::string& 
   if (sg.dtype != kQAffine) {
     const size_t esz = sg.dtype == kF32 ? 4 : 2;
     const size_t slots = sg.layout == kKvTiles ? size_t(sg.capacity) : size_t(sg.n);
-    need_bytes(env, "attention: " + w + ".k", k.size, slots * H * D * esz);
-    need_bytes(env, "attention: " + w + ".v", v.size, slots * H * DV * esz);
+    need_bytes(env, "attention: " + w + ".k", k.size, size_t(checked_size(env, fn, w + ".k", {int64_t(slots), H, D, int64_t(esz)})));
+    need_bytes(env, "attention: " + w + ".v", v.size, size_t(checked_size(env, fn, w + ".v", {int64_t(slots), H, DV, int64_t(esz)})));
     return sg;
   }
   if (sg.layout != kKvTiles) throw_range(env, "attention: " + w + ": quantized KV (dtype 3) needs the tile layout (layout 1)");
@@ -58,12 +59,14 @@ KvSegment segment_arg(Napi::Env env, const Napi::Value& val, const std::string& 
   sg.v_bits = is_nullish(o.Get("vBits")) ? 8 : int(int_arg(o.Get("vBits"), fn, (w + ".vBits").c_str(), 4, 8));
   if (sg.v_bits != 4 && sg.v_bits != 8) throw_range(env, "attention: " + w + ".vBits = " + S(sg.v_bits) + " is not 4 or 8");
   const size_t slots = size_t(sg.capacity);
-  need_bytes(env, "attention: " + w + ".k", k.size, slots * H * D);
-  need_bytes(env, "attention: " + w + ".v", v.size, slots * H * DV * sg.v_bits / 8);
-  sg.k_scales = f32_view(o.Get("kScales"), w + ".kScales", int64_t(slots) * H * (D / sg.group));
-  sg.k_biases = f32_view(o.Get("kBiases"), w + ".kBiases", int64_t(slots) * H * (D / sg.group));
-  sg.v_scales = f32_view(o.Get("vScales"), w + ".vScales", int64_t(slots) * H * (DV / sg.group));
-  sg.v_biases = f32_view(o.Get("vBiases"), w + ".vBiases", int64_t(slots) * H * (DV / sg.group));
+  need_bytes(env, "attention: " + w + ".k", k.size, size_t(checked_size(env, fn, w + ".k", {int64_t(slots), H, D})));
+  need_bytes(env, "attention: " + w + ".v", v.size, size_t(checked_size(env, fn, w + ".v", {int64_t(slots), H, DV, sg.v_bits})) / 8);
+  const int64_t k_groups = checked_size(env, fn, w + ".kScales", {int64_t(slots), H, D / sg.group});
+  const int64_t v_groups = checked_size(env, fn, w + ".vScales", {int64_t(slots), H, DV / sg.group});
+  sg.k_scales = f32_view(o.Get("kScales"), w + ".kScales", k_groups);
+  sg.k_biases = f32_view(o.Get("kBiases"), w + ".kBiases", k_groups);
+  sg.v_scales = f32_view(o.Get("vScales"), w + ".vScales", v_groups);
+  sg.v_biases = f32_view(o.Get("vBiases"), w + ".vBiases", v_groups);
   return sg;
 }
 
@@ -82,7 +85,9 @@ Napi::Value Attention(const Napi::CallbackInfo& info) {
     throw_range(env, "attention: nHeads " + S(a.n_heads) + " is not a multiple of nKvHeads " + S(a.n_kv_heads));
   a.scale = float(num_arg(o.Get("scale"), fn, "scale"));
   a.softcap = is_nullish(o.Get("softcap")) ? 0.f : float(num_arg(o.Get("softcap"), fn, "softcap"));
-  if (!(a.softcap >= 0.f)) throw_range(env, "attention: softcap must be >= 0");
+  if (!std::isfinite(a.scale)) throw_range(env, "attention: scale must be a finite number");
+  // 0 = no soft-cap; otherwise finite and > 0 (Infinity or NaN would turn every score into NaN).
+  if (!(a.softcap >= 0.f && std::isfinite(a.softcap))) throw_range(env, "attention: softcap must be 0 (off) or a finite number > 0");
   a.causal = is_nullish(o.Get("causal")) ? true : bool_arg(o.Get("causal"), fn, "causal");
   a.window = is_nullish(o.Get("window")) ? 0 : int_arg(o.Get("window"), fn, "window", 0, int64_t(1) << 40);
   if (!is_nullish(o.Get("blockSparse"))) {
@@ -100,12 +105,12 @@ Napi::Value Attention(const Napi::CallbackInfo& info) {
     a.n_q = int_arg(o.Get("nQ"), fn, "nQ", 0, int64_t(1) << 32);
     a.n_kv = int_arg(o.Get("nKv"), fn, "nKv", 0, int64_t(1) << 32);
     a.kv_dtype = int(int_arg(o.Get("kvDtype"), fn, "kvDtype", 0, 2));
-    a.k_pos = i32_arg(o.Get("kPos"), fn, "kPos", a.n_kv);
     const size_t esz = a.kv_dtype == kF32 ? 4 : 2;
     Bytes k = bytes_arg(o.Get("k"), fn, "k");
     Bytes v = bytes_arg(o.Get("v"), fn, "v");
-    need_bytes(env, "attention: k", k.size, size_t(a.n_kv) * a.n_kv_heads * a.head_dim * esz);
-    need_bytes(env, "attention: v", v.size, size_t(a.n_kv) * a.n_kv_heads * a.v_dim * esz);
+    need_bytes(env, "attention: k", k.size, size_t(checked_size(env, fn, "k", {a.n_kv, a.n_kv_heads, a.head_dim, int64_t(esz)})));
+    need_bytes(env, "attention: v", v.size, size_t(checked_size(env, fn, "v", {a.n_kv, a.n_kv_heads, a.v_dim, int64_t(esz)})));
+    a.k_pos = i32_arg(o.Get("kPos"), fn, "kPos", a.n_kv);  // after the checked K/V sizes (those name the overflow)
     a.k = k.data;
     a.v = v.data;
     if (!is_nullish(o.Get("mask"))) {
@@ -113,7 +118,7 @@ Napi::Value Attention(const Napi::CallbackInfo& info) {
       if (a.mask_heads != 1 && a.mask_heads != a.n_heads)
         throw_range(env, "attention: maskHeads must be 1 or nHeads (" + S(a.n_heads) + ")");
       Bytes m = bytes_arg(o.Get("mask"), fn, "mask");
-      need_bytes(env, "attention: mask", m.size, size_t(a.mask_heads) * a.n_q * a.n_kv);
+      need_bytes(env, "attention: mask", m.size, size_t(checked_size(env, fn, "mask", {a.mask_heads, a.n_q, a.n_kv})));
       a.mask = m.data;
     }
   } else {
@@ -149,7 +154,7 @@ Napi::Value Attention(const Napi::CallbackInfo& info) {
         if (sq.mask_heads != 1 && sq.mask_heads != a.n_heads)
           throw_range(env, "attention: " + w + ".maskHeads must be 1 or nHeads (" + S(a.n_heads) + ")");
         Bytes m = bytes_arg(so.Get("mask"), fn, (w + ".mask").c_str());
-        need_bytes(env, "attention: " + w + ".mask", m.size, size_t(sq.mask_heads) * size_t(sq.n_q) * size_t(cols));
+        need_bytes(env, "attention: " + w + ".mask", m.size, size_t(checked_size(env, fn, w + ".mask", {sq.mask_heads, sq.n_q, cols})));
         sq.mask = m.data;
       }
       if (!is_nullish(so.Get("spans"))) {
@@ -178,9 +183,9 @@ Napi::Value Attention(const Napi::CallbackInfo& info) {
     a.seqs = seqs.data();
     a.n_seqs = int(seqs.size());
   }
-  a.q = f32_arg(o.Get("q"), fn, "q", a.n_q * a.n_heads * a.head_dim);
+  a.q = f32_arg(o.Get("q"), fn, "q", checked_size(env, fn, "q", {a.n_q, a.n_heads, a.head_dim}));
   a.q_pos = i32_arg(o.Get("qPos"), fn, "qPos", a.n_q);
-  a.out = f32_arg(o.Get("out"), fn, "out", a.n_q * a.n_heads * a.v_dim);
+  a.out = f32_arg(o.Get("out"), fn, "out", checked_size(env, fn, "out", {a.n_q, a.n_heads, a.v_dim}));
   if (a.bs_block > 0)
     for (int64_t i = 0; i < a.n_q; i++)
       if (a.q_pos[i] < 0) throw_range(env, "attention: qPos[" + S(i) + "] = " + S(a.q_pos[i]) + " is negative (block-sparse needs absolute positions)");

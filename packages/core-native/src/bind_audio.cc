@@ -1,5 +1,6 @@
 // Audio bindings: logMel, conv2d, dwconv1dCausal, localAttention, clamp, glu (kernels in isa/audio_impl.h).
 // Every size is checked here so the kernels can trust their arguments.
+#include <cmath>
 #include <string>
 
 #include "args.h"
@@ -58,8 +59,8 @@ Napi::Value LogMel(const Napi::CallbackInfo& info) {
   else if (m == "max") a.floor_mode = 1;
   else throw_range(env, "logMel: floorMode must be 'add' or 'max', got '" + m + "'");
   a.mel_floor = num_arg(o.Get("melFloor"), fn, "melFloor");
-  if (!(a.mel_floor > 0.0)) throw_range(env, "logMel: melFloor must be > 0 (it keeps log away from 0)");
-  a.out = f32_arg(o.Get("out"), fn, "out", a.n_frames * a.n_mel);
+  if (!(a.mel_floor > 0.0 && std::isfinite(a.mel_floor))) throw_range(env, "logMel: melFloor must be a finite number > 0 (it keeps log away from 0)");
+  a.out = f32_arg(o.Get("out"), fn, "out", checked_size(env, fn, "out", {a.n_frames, a.n_mel}));
   if (a.n_frames > 0) kernels().log_mel(a);
   return env.Undefined();
 }
@@ -90,9 +91,16 @@ Napi::Value Conv2d(const Napi::CallbackInfo& info) {
                          ", " + num(a.kw) + "]");
   a.out_h = (hp - a.kh) / a.sh + 1;
   a.out_w = (wp - a.kw) / a.sw + 1;
-  a.x = f32_arg(o.Get("x"), fn, "x", a.h * a.w * a.cin);
-  a.weight = f32_arg(o.Get("weight"), fn, "weight", int64_t(a.cout) * a.kh * a.kw * a.cin);
-  a.out = f32_arg(o.Get("out"), fn, "out", a.out_h * a.out_w * a.cout);
+  // h and w may each be up to 2^31, so h * w * cin can wrap int64: every product is checked.
+  a.x = f32_arg(o.Get("x"), fn, "x", checked_size(env, fn, "x", {a.h, a.w, a.cin}));
+  a.weight = f32_arg(o.Get("weight"), fn, "weight", checked_size(env, fn, "weight", {a.cout, a.kh, a.kw, a.cin}));
+  a.out = f32_arg(o.Get("out"), fn, "out", checked_size(env, fn, "out", {a.out_h, a.out_w, a.cout}));
+  // The kernel unfolds at least one output row (outW x kh x kw x cin floats) into scratch per thread;
+  // bound it so a wide, thin input with a large kernel cannot ask for gigabytes of scratch.
+  const int64_t unfolded = checked_size(env, fn, "unfolded row", {a.out_w, a.kh, a.kw, a.cin});
+  if (unfolded > (int64_t(1) << 28))
+    throw_range(env, "conv2d: one unfolded output row needs " + num(unfolded) + " floats (outW " + num(a.out_w) +
+                         " x kh x kw x cin), over the 2^28 scratch limit");
   if (a.out_h > 0) kernels().conv2d(a);
   Napi::Object r = Napi::Object::New(env);
   r.Set("outH", Napi::Number::New(env, double(a.out_h)));
@@ -106,9 +114,9 @@ Napi::Value DwConv1dCausal(const Napi::CallbackInfo& info) {
   const int64_t T = int_arg(info[1], fn, "T", 0, int64_t(1) << 31);
   const int64_t C = int_arg(info[2], fn, "C", 1, int64_t(1) << 24);
   const int K = int(int_arg(info[4], fn, "K", 1, 1024));
-  const float* x = f32_arg(info[0], fn, "x", T * C);
-  const float* w = f32_arg(info[3], fn, "w", C * K);
-  float* out = f32_arg(info[5], fn, "out", T * C);
+  const float* x = f32_arg(info[0], fn, "x", checked_size(info.Env(), fn, "x", {T, C}));
+  const float* w = f32_arg(info[3], fn, "w", checked_size(info.Env(), fn, "w", {C, K}));
+  float* out = f32_arg(info[5], fn, "out", checked_size(info.Env(), fn, "out", {T, C}));
   if (out == x) throw_range(info.Env(), "dwconv1dCausal: out must not alias x (each output reads earlier rows)");
   if (T > 0) kernels().dwconv1d_causal(x, T, C, w, K, out);
   return info.Env().Undefined();
@@ -132,11 +140,11 @@ Napi::Value LocalAttention(const Napi::CallbackInfo& info) {
   if (a.max_past + a.max_future + 1 <= 0)
     throw_range(env, "localAttention: the window [-maxFuture, maxPast] = [" + num(-a.max_future) + ", " + num(a.max_past) +
                          "] admits no distance");
-  const int64_t sz = a.n * a.n_heads * a.head_dim;
+  const int64_t sz = checked_size(env, fn, "q", {a.n, a.n_heads, a.head_dim});
   a.q = f32_arg(o.Get("q"), fn, "q", sz);
   a.k = f32_arg(o.Get("k"), fn, "k", sz);
   a.v = f32_arg(o.Get("v"), fn, "v", sz);
-  a.rel = a.n_rel == 0 ? nullptr : f32_arg(o.Get("rel"), fn, "rel", int64_t(a.n_rel) * a.n_heads * a.head_dim);
+  a.rel = a.n_rel == 0 ? nullptr : f32_arg(o.Get("rel"), fn, "rel", checked_size(env, fn, "rel", {a.n_rel, a.n_heads, a.head_dim}));
   if (!is_nullish(o.Get("valid"))) {
     Napi::Value vv = o.Get("valid");
     if (!vv.IsTypedArray() || vv.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
@@ -147,7 +155,8 @@ Napi::Value LocalAttention(const Napi::CallbackInfo& info) {
     a.valid = vv.As<Napi::Uint8Array>().Data();
   }
   a.softcap = is_nullish(o.Get("softcap")) ? 0.f : float(num_arg(o.Get("softcap"), fn, "softcap"));
-  if (!(a.softcap >= 0.f)) throw_range(env, "localAttention: softcap must be >= 0");
+  // 0 = no soft-cap; otherwise finite and > 0 (Infinity or NaN would turn every score into NaN).
+  if (!(a.softcap >= 0.f && std::isfinite(a.softcap))) throw_range(env, "localAttention: softcap must be 0 (off) or a finite number > 0");
   a.out = f32_arg(o.Get("out"), fn, "out", sz);
   if (a.out == a.q || a.out == a.k || a.out == a.v) throw_range(env, "localAttention: out must not alias q, k or v");
   if (a.n > 0) kernels().local_attention(a);
@@ -160,6 +169,7 @@ Napi::Value Clamp(const Napi::CallbackInfo& info) {
   const int64_t n = f32_length(info[0], fn, "x");
   const float* x = f32_arg(info[0], fn, "x", n);
   const double lo = num_arg(info[1], fn, "lo"), hi = num_arg(info[2], fn, "hi");
+  if (std::isnan(lo) || std::isnan(hi)) throw_range(info.Env(), "clamp: lo and hi must be numbers, got NaN");
   if (!(lo <= hi)) throw_range(info.Env(), "clamp: lo " + std::to_string(lo) + " > hi " + std::to_string(hi));
   float* out = f32_arg(info[3], fn, "out", n);
   if (n > 0) kernels().clamp(x, n, float(lo), float(hi), out);
@@ -171,8 +181,9 @@ Napi::Value Glu(const Napi::CallbackInfo& info) {
   const char* fn = "glu";
   const int64_t rows = int_arg(info[1], fn, "rows", 0, int64_t(1) << 40);
   const int64_t half = int_arg(info[2], fn, "half", 1, int64_t(1) << 30);
-  const float* x = f32_arg(info[0], fn, "x", rows * 2 * half);
-  float* out = f32_arg(info[3], fn, "out", rows * half);
+  // rows up to 2^40 times 2 * half up to 2^31 overflows int64: checked products only.
+  const float* x = f32_arg(info[0], fn, "x", checked_size(info.Env(), fn, "x", {rows, 2, half}));
+  float* out = f32_arg(info[3], fn, "out", checked_size(info.Env(), fn, "out", {rows, half}));
   if (out == x && rows > 1) throw_range(info.Env(), "glu: out must not alias x");
   if (rows > 0) kernels().glu(x, rows, half, out);
   return info.Env().Undefined();

@@ -1,4 +1,5 @@
 // Norms, softmax, unary/binary elementwise ops, affine and RoPE.
+#include <cmath>
 #include <cstdio>
 
 #include "args.h"
@@ -13,6 +14,15 @@ int64_t length_of(const Napi::Value& v, const char* fn, const char* name) {
   return int64_t(v.As<Napi::TypedArray>().ElementLength());
 }
 
+// A norm's epsilon: finite and >= 0. A negative eps can make mean(x^2) + eps negative (NaN from the
+// square root), NaN/Infinity poison every row; 0 is allowed (some references normalise without one).
+float eps_arg(const Napi::Value& v, const char* fn) {
+  const double eps = num_arg(v, fn, "eps");
+  if (!(eps >= 0.0 && std::isfinite(eps)))
+    throw_range(v.Env(), std::string(fn) + ": eps must be a finite number >= 0, got " + std::to_string(eps));
+  return float(eps);
+}
+
 // rmsNorm(x, rows, dim, weight|null, eps, plusOne, out)
 Napi::Value RmsNorm(const Napi::CallbackInfo& info) {
   const char* fn = "rmsNorm";
@@ -20,7 +30,7 @@ Napi::Value RmsNorm(const Napi::CallbackInfo& info) {
   int64_t dim = int_arg(info[2], fn, "dim", 1, int64_t(1) << 30);
   const float* x = f32_arg(info[0], fn, "x", count_of(info.Env(), fn, rows, dim));
   const float* w = is_nullish(info[3]) ? nullptr : f32_arg(info[3], fn, "weight", dim);
-  float eps = float(num_arg(info[4], fn, "eps"));
+  float eps = eps_arg(info[4], fn);
   bool plus_one = bool_arg(info[5], fn, "plusOne");
   float* out = f32_arg(info[6], fn, "out", count_of(info.Env(), fn, rows, dim));
   kernels().rms_norm(x, rows, dim, w, eps, plus_one, out);
@@ -35,7 +45,7 @@ Napi::Value LayerNorm(const Napi::CallbackInfo& info) {
   const float* x = f32_arg(info[0], fn, "x", count_of(info.Env(), fn, rows, dim));
   const float* w = is_nullish(info[3]) ? nullptr : f32_arg(info[3], fn, "weight", dim);
   const float* b = is_nullish(info[4]) ? nullptr : f32_arg(info[4], fn, "bias", dim);
-  float eps = float(num_arg(info[5], fn, "eps"));
+  float eps = eps_arg(info[5], fn);
   float* out = f32_arg(info[6], fn, "out", count_of(info.Env(), fn, rows, dim));
   kernels().layer_norm(x, rows, dim, w, b, eps, out);
   return info.Env().Undefined();
@@ -83,7 +93,7 @@ Napi::Value Affine(const Napi::CallbackInfo& info) {
   const char* fn = "affine";
   int64_t n = length_of(info[0], fn, "x");
   const float* x = f32_arg(info[0], fn, "x", n);
-  float s = float(num_arg(info[1], fn, "s"));
+  float s = float(num_arg(info[1], fn, "s"));  // any value: affine is a plain arithmetic op
   float t = float(num_arg(info[2], fn, "t"));
   float* out = f32_arg(info[3], fn, "out", n);
   kernels().affine(x, n, s, t, out);

@@ -60,8 +60,9 @@ Store store_arg(const Napi::Value& val, const char* fn) {
   const size_t slots = size_t(s.cap);
   if (s.dtype != kQAffine) {
     const size_t esz = s.dtype == kF32 ? 4 : 2;
-    if (k.size < slots * s.H * s.D * esz) throw_range(env, std::string(fn) + ": store.k is smaller than capacity x nKvHeads x headDim");
-    if (v.size < slots * s.H * s.DV * esz) throw_range(env, std::string(fn) + ": store.v is smaller than capacity x nKvHeads x vDim");
+    // Checked products (capacity, heads and dims come from JS numbers), as in every binding.
+    if (k.size < size_t(checked_size(env, fn, "store.k", {int64_t(slots), s.H, s.D, int64_t(esz)}))) throw_range(env, std::string(fn) + ": store.k is smaller than capacity x nKvHeads x headDim");
+    if (v.size < size_t(checked_size(env, fn, "store.v", {int64_t(slots), s.H, s.DV, int64_t(esz)}))) throw_range(env, std::string(fn) + ": store.v is smaller than capacity x nKvHeads x vDim");
     return s;
   }
   s.group = int(int_arg(o.Get("groupSize"), fn, "store.groupSize", 32, 128));
@@ -70,8 +71,8 @@ Store store_arg(const Napi::Value& val, const char* fn) {
     throw_range(env, std::string(fn) + ": headDim " + S(s.D) + " and vDim " + S(s.DV) + " must be multiples of groupSize " + S(s.group));
   s.vbits = int(int_arg(o.Get("vBits"), fn, "store.vBits", 4, 8));
   if (s.vbits != 4 && s.vbits != 8) throw_range(env, std::string(fn) + ": store.vBits must be 4 or 8");
-  if (k.size < slots * s.H * s.D) throw_range(env, std::string(fn) + ": store.k is smaller than capacity x nKvHeads x headDim bytes");
-  if (v.size < slots * s.H * size_t(s.vrow_bytes())) throw_range(env, std::string(fn) + ": store.v is smaller than its packed rows");
+  if (k.size < size_t(checked_size(env, fn, "store.k", {int64_t(slots), s.H, s.D}))) throw_range(env, std::string(fn) + ": store.k is smaller than capacity x nKvHeads x headDim bytes");
+  if (v.size < size_t(checked_size(env, fn, "store.v", {int64_t(slots), s.H, s.vrow_bytes()}))) throw_range(env, std::string(fn) + ": store.v is smaller than its packed rows");
   s.ks = f32_min(o.Get("kScales"), fn, "store.kScales", int64_t(slots) * s.H * s.ngk());
   s.kb = f32_min(o.Get("kBiases"), fn, "store.kBiases", int64_t(slots) * s.H * s.ngk());
   s.vs = f32_min(o.Get("vScales"), fn, "store.vScales", int64_t(slots) * s.H * s.ngv());
@@ -213,9 +214,11 @@ Image image_arg(const Napi::Value& val, const char* fn, const Store& s, int64_t 
   Image im;
   Bytes k = bytes_arg(o.Get("k"), fn, "image.k");
   Bytes v = bytes_arg(o.Get("v"), fn, "image.v");
-  const size_t rows = size_t(T) * s.H;
+  const size_t rows = size_t(checked_size(env, fn, "image rows", {T, s.H}));
   const size_t kb = s.dtype == kQAffine ? s.D : size_t(s.D) * (s.dtype == kF32 ? 4 : 2);
   const size_t vbts = s.dtype == kQAffine ? size_t(s.vrow_bytes()) : size_t(s.DV) * (s.dtype == kF32 ? 4 : 2);
+  checked_size(env, fn, "image.k", {int64_t(rows), int64_t(kb)});
+  checked_size(env, fn, "image.v", {int64_t(rows), int64_t(vbts)});
   if (k.size < rows * kb) throw_range(env, std::string(fn) + ": image.k has " + S(int64_t(k.size)) + " bytes, needs " + S(int64_t(rows * kb)));
   if (v.size < rows * vbts) throw_range(env, std::string(fn) + ": image.v has " + S(int64_t(v.size)) + " bytes, needs " + S(int64_t(rows * vbts)));
   im.k = k.data;
@@ -274,8 +277,8 @@ Napi::Value KvWrite(const Napi::CallbackInfo& info) {
   Store s = store_arg(info[0], fn);
   int64_t T = 0;
   const int32_t* slots = slots_arg(info[1], fn, s, T);
-  const float* k = f32_arg(info[2], fn, "k", T * s.H * s.D);
-  const float* v = f32_arg(info[3], fn, "v", T * s.H * s.DV);
+  const float* k = f32_arg(info[2], fn, "k", checked_size(info.Env(), fn, "k", {T, s.H, s.D}));
+  const float* v = f32_arg(info[3], fn, "v", checked_size(info.Env(), fn, "v", {T, s.H, s.DV}));
   parallel_for(T * s.H, 16, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; r++) {
       const int64_t i = r / s.H;
@@ -291,8 +294,8 @@ Napi::Value KvRead(const Napi::CallbackInfo& info) {
   Store s = store_arg(info[0], fn);
   int64_t T = 0;
   const int32_t* slots = slots_arg(info[1], fn, s, T);
-  float* k = f32_arg(info[2], fn, "outK", T * s.H * s.D);
-  float* v = f32_arg(info[3], fn, "outV", T * s.H * s.DV);
+  float* k = f32_arg(info[2], fn, "outK", checked_size(info.Env(), fn, "outK", {T, s.H, s.D}));
+  float* v = f32_arg(info[3], fn, "outV", checked_size(info.Env(), fn, "outV", {T, s.H, s.DV}));
   parallel_for(T * s.H, 16, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; r++) read_row(s, slots[r / s.H], int(r % s.H), k + r * s.D, v + r * s.DV);
   });

@@ -61,11 +61,11 @@ Napi::Value MoeSwitchGlu(const Napi::CallbackInfo& info) {
     throw_range(env, "moeSwitchGLU: down " + dims(a.down) + " should be [numExperts x hidden, intermediate] = [" +
                          std::to_string(a.E * a.H) + ", " + std::to_string(a.I) + "]");
 
-  const int64_t P = a.T * a.k;
-  a.x = f32_arg(o.Get("x"), fn, "x", a.T * a.H);
+  const int64_t P = checked_size(env, fn, "ids", {a.T, a.k});
+  a.x = f32_arg(o.Get("x"), fn, "x", checked_size(env, fn, "x", {a.T, a.H}));
   a.ids = i32_arg(o.Get("ids"), fn, "ids", P);
   a.weights = f32_arg(o.Get("weights"), fn, "weights", P);
-  a.out = f32_arg(o.Get("out"), fn, "out", a.T * a.H);
+  a.out = f32_arg(o.Get("out"), fn, "out", checked_size(env, fn, "out", {a.T, a.H}));
   for (int64_t p = 0; p < P; p++)
     if (a.ids[p] < 0 || a.ids[p] >= a.E)
       throw_range(env, "moeSwitchGLU: ids[" + std::to_string(p) + "] = " + std::to_string(a.ids[p]) +

@@ -227,13 +227,21 @@ Napi::Value MapFile(const Napi::CallbackInfo& info) {
   std::memcpy(ab.Data(), m->addr, len);
   return ab;
 #else
-  int fd = ::open(path.c_str(), O_RDONLY);
+  // O_NONBLOCK: opening a FIFO (or a device) read-only would otherwise block until a writer appears;
+  // with it open() returns at once and the S_ISREG check below refuses anything that is not a regular
+  // file (FIFO, directory, device, socket). It does not affect reads of a regular file.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK);
   if (fd < 0) throw Napi::Error::New(env, "mmapFile: cannot open '" + path + "': " + std::strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int e = errno;
     ::close(fd);
     throw Napi::Error::New(env, "mmapFile: cannot stat '" + path + "': " + std::strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    const char* kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "not a regular file";
+    throw Napi::Error::New(env, "mmapFile: '" + path + "' is " + kind + " (only regular files are mapped)");
   }
   size_t len = size_t(st.st_size);
   if (len == 0) {

@@ -6,6 +6,8 @@
 // caller in the worst case. Workers spin briefly between regions (decode issues hundreds of small
 // regions per token, so waking from a condition variable every time would cost more than the work) and
 // then sleep on a condition variable.
+#include <cstdio>
+#include <cstdlib>
 #include "threadpool.h"
 
 #include <atomic>
@@ -154,9 +156,15 @@ class Pool {
 };
 
 int initial_threads() {
+  // lib/env.js refuses a bad value before the addon loads; here only a strict parse (no atoi: "1e9"
+  // would be 1, "3.5" 3) with a one-line warning for hosts that load the addon some other way.
   if (const char* env = std::getenv("MLXCEL_THREADS")) {
-    int n = std::atoi(env);
-    if (n >= 1 && n <= 1024) return n;
+    if (*env) {
+      char* end = nullptr;
+      long n = std::strtol(env, &end, 10);
+      if (end != env && *end == '\0' && n >= 1 && n <= 1024) return int(n);
+      std::fprintf(stderr, "mlxcel: ignoring MLXCEL_THREADS='%s' (not a whole number from 1 to 1024)\n", env);
+    }
   }
   return physical_cores();
 }

@@ -39,22 +39,33 @@ describe('environment overrides', () => {
       expect(JSON.parse(r.stdout).isa).toBe(isa);
     });
 
-  it('a bad MLXCEL_ISA fails the import with a message naming the variable and the available variants', () => {
-    const r = child({ MLXCEL_ISA: 'avx9000' }, 'console.log("loaded")');
+  it.each(['0', '-1', 'abc', '1025', '1e9', '3.5', 'lots'])('MLXCEL_THREADS=%s fails the import with one line naming the variable', (v) => {
+    const r = child({ MLXCEL_THREADS: v }, 'console.log("loaded")');
     expect(r.status).not.toBe(0);
     expect(r.stdout).not.toContain('loaded');
-    expect(r.stderr).toMatch(/MLXCEL_ISA: ISA variant 'avx9000' is not available on this CPU\/build \(available: scalar[^)]*\)/);
+    expect(r.stderr).toContain(`MLXCEL_THREADS=${JSON.stringify(v)} must be a whole number of threads from 1 to 1024`);
   });
 
-  it('MLXCEL_THREADS sizes the pool; setThreads changes it at run time; invalid values fall back to the core count', () => {
+  it('an MLXCEL_ISA that is no variant name fails the import naming the variable and the names', () => {
+    const r = child({ MLXCEL_ISA: 'bogus' }, 'console.log("loaded")');
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(/MLXCEL_ISA="bogus" is not a kernel variant \(one of: scalar, avx2/);
+  });
+
+  it('a bad MLXCEL_ISA fails the import with a message naming the variable and the available variants', () => {
+    const missing = process.arch === 'arm64' ? 'avx2' : 'neon';  // a real variant name this build lacks
+    const r = child({ MLXCEL_ISA: missing }, 'console.log("loaded")');
+    expect(r.status).not.toBe(0);
+    expect(r.stdout).not.toContain('loaded');
+    expect(r.stderr).toMatch(new RegExp(`MLXCEL_ISA: ISA variant '${missing}' is not available on this CPU/build \\(available: scalar[^)]*\\)`));
+  });
+
+  it('MLXCEL_THREADS sizes the pool; setThreads changes it at run time', () => {
     for (const n of ['1', '3', '7']) {
       const r = child({ MLXCEL_THREADS: n });
       expect(r.status, r.stderr).toBe(0);
       expect(JSON.parse(r.stdout).threads).toBe(Number(n));
     }
-    const bad = child({ MLXCEL_THREADS: 'lots' });
-    const info = JSON.parse(bad.stdout);
-    expect(info.threads).toBe(info.physicalCores);
     const r = child({ MLXCEL_THREADS: '2' }, 'm.setThreads(5); console.log(JSON.stringify(m.cpuInfo()))');
     expect(JSON.parse(r.stdout).threads).toBe(5);
   });

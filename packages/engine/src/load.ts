@@ -3,7 +3,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Checkpoint, type LanguageModel } from '@mlxcel/tensor';
+import { assertRegularFile, Checkpoint, scanWeights, type LanguageModel } from '@mlxcel/tensor';
 import { loadChatTemplate, type ChatTemplate } from './chat/index.js';
 import { MlxcelError } from './errors.js';
 import { resolveModelPath, type DownloadModelOptions } from './hub/index.js';
@@ -17,6 +17,11 @@ export interface LoadModelOptions extends DownloadModelOptions {
   tokenizer?: 'auto' | 'none';
   /** Never load the vision tower (its weights stay unread on disk); image input then fails clearly. */
   noVision?: boolean;
+  /**
+   * Scan every f32/bf16/f16 tensor for NaN/Inf before building the model (E_NONFINITE_WEIGHT names the
+   * tensor). Reads the whole checkpoint once, so it is off by default.
+   */
+  checkWeights?: boolean;
 }
 
 export interface LoadedModel {
@@ -37,8 +42,10 @@ export interface LoadedModel {
 export function readJson(path: string, what: string): Record<string, unknown> {
   let text: string;
   try {
+    assertRegularFile(path, what);  // a FIFO would block readFileSync, a directory gives a bare EISDIR
     text = readFileSync(path, 'utf8');
   } catch (e) {
+    if (e instanceof MlxcelError) throw new MlxcelError('FILE_MISSING', e.message);
     throw new MlxcelError('FILE_MISSING', `${what}: cannot read ${path} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
   }
   try {
@@ -73,6 +80,7 @@ export function loadModelFromDir(dir: string, opts: Omit<LoadModelOptions, keyof
   const config = readJson(join(dir, 'config.json'), 'model config');
   const arch = architectureFor(config, join(dir, 'config.json'));
   const weights = Checkpoint.open(dir);
+  if (opts.checkWeights) scanWeights(weights, dir);
   const model = arch.load({ dir, config, weights });
   const tokenizer = opts.tokenizer === 'none' ? null : tokenizerIfPresent(dir);
   const generationConfig = existsSync(join(dir, 'generation_config.json'))

@@ -6,7 +6,7 @@
  * row's logits — so a request gives the same tokens whichever way it runs.
  */
 import { overridesForChunk } from '@mlxcel/models-core';
-import type { ForwardInput, ForwardOptions, LanguageModel, SequenceState } from '@mlxcel/tensor';
+import { toTokenIds, type ForwardInput, type ForwardOptions, type LanguageModel, type SequenceState } from '@mlxcel/tensor';
 import { buildPrompt, type ChatMessage } from './chat/index.js';
 import { MlxcelError } from './errors.js';
 import type { LoadedModel } from './load.js';
@@ -18,8 +18,11 @@ export const DEFAULT_PREFILL_CHUNK = 2048;
 
 /** Token ids for a prompt: ids as given, or text/messages through the chat template. */
 export function promptIds(loaded: LoadedModel, prompt: PromptInput, opts: Pick<GenerateOptions, 'noChatTemplate' | 'system'> = {}): Int32Array {
-  if (typeof prompt !== 'string' && !Array.isArray(prompt)) return Int32Array.from(prompt as ArrayLike<number>);
-  if (Array.isArray(prompt) && prompt.length > 0 && typeof prompt[0] === 'number') return Int32Array.from(prompt as number[]);
+  // Ids go through the one validator (no Int32Array.from: it wraps 2^32 + 1 to 1 and 3.5 to 3).
+  if (typeof prompt !== 'string' && !Array.isArray(prompt)) return toTokenIds(prompt, 'prompt', loaded.model.vocabSize);
+  // A non-empty array is a conversation only when every entry is a message object; anything else is ids.
+  const isMessages = (p: readonly unknown[]) => p.every((m) => m !== null && typeof m === 'object' && !Array.isArray(m) && 'role' in m);
+  if (Array.isArray(prompt) && prompt.length > 0 && !isMessages(prompt)) return toTokenIds(prompt, 'prompt', loaded.model.vocabSize);
   if (!loaded.tokenizer) throw new MlxcelError('TOKENIZER_MISSING', `${loaded.dir} has no tokenizer; pass token ids instead of text`);
   if (hasImageParts(prompt as string | readonly ChatMessage[]))
     throw new MlxcelError('IMAGE_PROMPT', 'messages with image parts need their images encoded: use generate() (it does so) or imagePrompt() and pass its ids and embeddingOverrides');
@@ -28,7 +31,9 @@ export function promptIds(loaded: LoadedModel, prompt: PromptInput, opts: Pick<G
     const msgs: ChatMessage[] = typeof input === 'string' ? [{ role: 'user', content: input }] : [...input];
     input = [{ role: 'system', content: opts.system }, ...msgs];
   }
-  const built = buildPrompt(loaded.tokenizer, input, { template: loaded.chatTemplate, noChatTemplate: opts.noChatTemplate });
+  const built = buildPrompt(loaded.tokenizer, input, {
+    template: loaded.chatTemplate, noChatTemplate: opts.noChatTemplate, maxTokens: loaded.model.maxContext,
+  });
   return Int32Array.from(built.ids);
 }
 

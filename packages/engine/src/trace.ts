@@ -4,7 +4,7 @@
  * tensor names (plus `embeddings` / `hidden_states.<layer>` with dumpLayers), and a comparison of two
  * traces.
  */
-import { SafetensorsFile, Tensor, writeSafetensors, type ForwardInput, type LanguageModel } from '@mlxcel/tensor';
+import { SafetensorsFile, Tensor, toTokenIds, writeSafetensors, type ForwardInput, type LanguageModel } from '@mlxcel/tensor';
 import { MlxcelError } from './errors.js';
 import { Sampler } from './sampling/index.js';
 import { decodeOne, PromptPrefill } from './session.js';
@@ -37,11 +37,11 @@ export interface TraceResult {
   hiddenStates?: Map<string, { values: Float32Array; width: number }>;
 }
 
-export function traceModel(model: LanguageModel, ids: Int32Array, opts: TraceOptions = {}): TraceResult {
+export function traceModel(model: LanguageModel, idsIn: ArrayLike<number>, opts: TraceOptions = {}): TraceResult {
   const V = model.vocabSize;
+  const ids = toTokenIds(idsIn, 'trace: ids', V);
   const T = ids.length;
   if (T === 0) throw new MlxcelError('PROMPT_EMPTY', 'trace: no input ids');
-  for (const id of ids) if (id < 0 || id >= V) throw new MlxcelError('BAD_INPUT', `trace: token id ${id} is outside the vocabulary [0, ${V})`);
   const state = model.newState({ kvCache: opts.kvCache });
   const hiddenStates = opts.dumpLayers ? new Map<string, { values: Float32Array; width: number }>() : undefined;
   const prefill = new PromptPrefill(model, state, ids, {

@@ -12,7 +12,7 @@
  * re-encodes a sequence's stored ids when its LongRoPE regime changes): `newLen` says how many of a
  * sequence's rows are new, and only those rows' logits are returned (`outputRows`).
  */
-import { MlxcelError, type ForwardInput, type SequenceState } from '@mlxcel/tensor';
+import { MlxcelError, toTokenIds, type ForwardInput, type SequenceState } from '@mlxcel/tensor';
 
 export interface BatchContext<S extends SequenceState> {
   /** Family name used in messages (`phi3`, `gemma4`). */
@@ -42,10 +42,16 @@ export function checkBatch<S extends SequenceState>(batch: readonly ForwardInput
     if (seen.has(state)) throw new MlxcelError('E_STATE', `${where}: batch[${b}] reuses the state of an earlier sequence in this batch`);
     seen.add(state);
     const raw: unknown = input.ids;
-    const ids = raw instanceof Int32Array ? raw : Array.isArray(raw) ? Int32Array.from(raw as number[]) : null;
-    if (!ids || ids.length === 0) throw new MlxcelError('E_INPUT', `${where}: batch[${b}].ids is empty (a non-empty Int32Array or number[] is needed)`);
-    if (!(raw instanceof Int32Array) && (raw as number[]).some((x) => !Number.isInteger(x)))
-      throw new MlxcelError('E_INPUT', `${where}: batch[${b}].ids must hold integers`);
+    if (!(raw instanceof Int32Array) && !Array.isArray(raw))
+      throw new MlxcelError('E_INPUT', `${where}: batch[${b}].ids is empty (a non-empty Int32Array or number[] is needed)`);
+    // The one token-id validator (no Int32Array.from: 4294967297 would become id 1 and pass the range check).
+    let ids: Int32Array;
+    try {
+      ids = toTokenIds(raw, `${where}: batch[${b}].ids`, ctx.vocabSize);
+    } catch (e) {
+      throw new MlxcelError('E_INPUT', (e as Error).message);
+    }
+    if (ids.length === 0) throw new MlxcelError('E_INPUT', `${where}: batch[${b}].ids is empty (a non-empty Int32Array or number[] is needed)`);
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i]!;
       if (!(id >= 0 && id < ctx.vocabSize))

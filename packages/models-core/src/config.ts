@@ -68,11 +68,12 @@ export class ConfigReader {
   }
 
   /** An integer >= min (default 1). */
-  int(name: string, opts: { min?: number; default?: number } = {}): number {
+  int(name: string, opts: { min?: number; max?: number; default?: number } = {}): number {
     const v = this.value(name, opts.default);
     const min = opts.min ?? 1;
     if (typeof v !== 'number' || !Number.isInteger(v)) this.fail(name, `must be an integer, got ${describe(v)}`);
     if (v < min) this.fail(name, `must be >= ${min}, got ${v}`);
+    if (opts.max !== undefined && v > opts.max) this.fail(name, `must be <= ${opts.max}, got ${v}`);
     return v;
   }
 

@@ -5,7 +5,10 @@
  * commit each sequence's state. A failed pass calls `abandon` so a family can mark states whose
  * caches already hold part of the step.
  */
-import type { ForwardInput, ForwardOptions, LanguageModel, SequenceState, StateOptions } from '@mlxcel/tensor';
+import {
+  assertFinite, isNonFiniteFailure, locateNonFinite, NonFiniteError, nonFiniteReport,
+  type ForwardInput, type ForwardOptions, type LanguageModel, type MlxcelError, type SequenceState, type StateOptions,
+} from '@mlxcel/tensor';
 import type { BatchLayout } from './batch.js';
 import type { LmHead } from './head.js';
 
@@ -98,9 +101,37 @@ export abstract class DecoderModel<S extends SequenceState, L extends BatchLayou
       logits = this.lmHead.forward(h, layout, opts.logits ?? 'all');
     } catch (e) {
       this.abandon(layout);
+      if (isNonFiniteFailure(e) && !this.locating) throw this.locateNonFinite(batch, e);
       throw e;
     }
     this.commit(layout);
     return logits;
+  }
+
+  private locating = false;
+
+  /**
+   * NaN/Inf reached the logits (or an MoE router): re-run the same new ids once on fresh states with
+   * every layer's output checked (the hidden-state tap), and name where non-finite values first appear.
+   * The failing step committed nothing; the live states cannot be re-run (their caches hold part of it).
+   */
+  private locateNonFinite(batch: ForwardInput[], e: MlxcelError): MlxcelError {
+    const where = (name: string) =>
+      name === EMBEDDINGS_NAME ? 'the embedding (embed_tokens)'
+        : /^hidden_states\.(\d+)$/.test(name) ? `layer ${name.slice(14)} output (layers.${name.slice(14)}.*)` : name;
+    const firstAt = locateNonFinite(() => {
+      this.locating = true;
+      try {
+        const fresh = batch.map((x) => ({ ...x, state: this.newState() }));
+        const layout = this.layoutBatch(fresh);
+        const h = this.finalHiddenStates(layout, (name, values) => assertFinite(where(name), values));
+        this.lmHead.forward(h, layout, 'last');
+      } finally {
+        this.locating = false;
+      }
+    });
+    const at = firstAt !== null && firstAt.startsWith('the logits') ? 'the LM head output (logits)' : firstAt;
+    const what = e instanceof NonFiniteError ? `${e.where} hold ${e.value} (first at vocabulary id ${e.index})` : e.message;
+    return nonFiniteReport(this.modelType, what, at);
   }
 }

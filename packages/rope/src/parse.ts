@@ -332,20 +332,12 @@ export function parseRope(config: unknown, options: ParseRopeOptions = {}): Rope
 
   let scaling: RopeScaling;
   switch (type) {
-    case 'default': {
-      // A context extended past the pretraining length with plain RoPE means the scaling block is missing
-      // (e.g. a truncated Phi-3 128k config); refuse rather than silently run unscaled.
-      const o = present(root.original_max_position_embeddings) ? root.original_max_position_embeddings : null;
-      if (typeof o === 'number' && maxPositionEmbeddings !== null && maxPositionEmbeddings > o) {
-        throw new RopeConfigError(
-          'missing_key',
-          ropeKey,
-          `max_position_embeddings ${maxPositionEmbeddings} exceeds original_max_position_embeddings ${o} but no RoPE scaling is given`,
-        );
-      }
+    case 'default':
+      // No scaling block (rope_scaling null or absent) means plain RoPE even when max_position_embeddings
+      // exceeds original_max_position_embeddings: that is what Hugging Face transformers and mlx-lm run
+      // for such a config, so the engine follows them rather than refusing it.
       scaling = { type };
       break;
-    }
     case 'linear':
       scaling = { type, factor: factorOf('linear RoPE scaling') };
       break;

@@ -83,16 +83,26 @@ describe('partial configs (missing keys give clear errors)', () => {
     expect([e.code, e.key]).toEqual(['missing_key', 'rope_theta']);
   });
 
-  it('Phi-3.5-MoE-instruct.partial with the HF default θ: rope_scaling is missing for the 131072 context', () => {
+  it('Phi-3.5-MoE-instruct.partial with the HF default θ: no rope_scaling for the 131072 context → plain RoPE (as HF)', () => {
     const c = loadConfig('Phi-3.5-MoE-instruct.partial');
-    expect(() => parseRope(c, { defaultTheta: 1e6 })).toThrow(
-      expect.objectContaining({ code: 'missing_key', key: 'rope_scaling', message: expect.stringMatching(/131072 exceeds original_max_position_embeddings 4096/) }),
-    );
+    expect(parseRope(c, { defaultTheta: 1e6 }).scaling).toEqual({ type: 'default' });
   });
 
-  it('Phi-3-small-128k-instruct.partial: rope_scaling is missing for the 131072 context', () => {
+  it('Phi-3-small-128k-instruct.partial: no rope_scaling for the 131072 context → plain RoPE (as HF)', () => {
     const c = loadConfig('Phi-3-small-128k-instruct.partial');
-    expect(() => parseRope(c)).toThrow(expect.objectContaining({ code: 'missing_key', key: 'rope_scaling' }));
+    expect(parseRope(c).scaling).toEqual({ type: 'default' });
+  });
+});
+
+describe('null or absent rope_scaling keeps plain RoPE (HF behaviour)', () => {
+  const phi3 = (rs: unknown) => ({
+    model_type: 'phi3', hidden_size: 64, num_attention_heads: 4, rope_theta: 10000,
+    max_position_embeddings: 131072, original_max_position_embeddings: 4096, ...(rs === undefined ? {} : { rope_scaling: rs }),
+  });
+  it.each([['null', null], ['absent', undefined]])('rope_scaling %s with max_position_embeddings > original', (_n, rs) => {
+    const spec = parseRope(phi3(rs));
+    expect(spec.scaling).toEqual({ type: 'default' });
+    expect(spec.theta).toBe(10000);
   });
 });
 

@@ -3,9 +3,10 @@
  * model.safetensors.index.json the index is authoritative (a listed file that is missing, or a tensor
  * claimed by two shards, is an error); without it every model*.safetensors file is opened.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { MlxcelError } from './errors.js';
+import { assertRegularFile, confinedPath, readRegularFile } from './files.js';
 import { SafetensorsFile } from './safetensors.js';
 import type { Tensor } from './tensor.js';
 
@@ -26,16 +27,24 @@ export class Checkpoint implements WeightStore {
     const indexPath = join(dir, 'model.safetensors.index.json');
     let names: string[];
     const claimed = new Map<string, string>();
+    if (existsSync(dir) && !statSync(dir).isDirectory())
+      throw new MlxcelError('E_FILE', `checkpoint folder ${dir} is not a directory`);
     if (existsSync(indexPath)) {
       let index: { weight_map?: Record<string, string> };
+      const text = readRegularFile(indexPath, 'checkpoint index', 'utf8');
       try {
-        index = JSON.parse(readFileSync(indexPath, 'utf8'));
+        index = JSON.parse(text);
       } catch (e) {
         throw new MlxcelError('E_CHECKPOINT', `${indexPath}: not valid JSON (${(e as Error).message})`);
       }
-      if (!index.weight_map || typeof index.weight_map !== 'object')
-        throw new MlxcelError('E_CHECKPOINT', `${indexPath}: missing "weight_map"`);
-      for (const [t, f] of Object.entries(index.weight_map)) claimed.set(t, f);
+      if (!index.weight_map || typeof index.weight_map !== 'object' || Array.isArray(index.weight_map))
+        throw new MlxcelError('E_CHECKPOINT', `${indexPath}: missing "weight_map" (an object of tensor name -> shard file)`);
+      for (const [t, f] of Object.entries(index.weight_map)) {
+        if (typeof f !== 'string')
+          throw new MlxcelError('E_CHECKPOINT', `${indexPath}: weight_map["${t}"] must be a shard file name (a string), got ${JSON.stringify(f)}`);
+        confinedPath(dir, f, `${indexPath}: weight_map["${t}"]`);
+        claimed.set(t, f);
+      }
       names = [...new Set(Object.values(index.weight_map))].sort();
       for (const f of names)
         if (!existsSync(join(dir, f))) {
@@ -50,7 +59,10 @@ export class Checkpoint implements WeightStore {
       names = readdirSync(dir).filter((f) => /^model.*\.safetensors$/.test(f)).sort();
       if (names.length === 0) throw new MlxcelError('E_CHECKPOINT', `${dir}: no model*.safetensors files`);
     }
-    const files = names.map((f) => SafetensorsFile.open(join(dir, f)));
+    const files = names.map((f) => {
+      assertRegularFile(join(dir, f), 'safetensors shard');
+      return SafetensorsFile.open(join(dir, f));
+    });
     const where = new Map<string, SafetensorsFile>();
     for (const file of files)
       for (const name of file.tensors.keys()) {

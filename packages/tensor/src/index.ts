@@ -1,4 +1,6 @@
 export { MlxcelError } from './errors.js';
+export { toTokenIds, type TokenIdsInput } from './token-ids.js';
+export { assertRegularFile, readRegularFile, confinedPath } from './files.js';
 export { type DType, dtypeBytes, isDType } from './dtype.js';
 export { Tensor, numel } from './tensor.js';
 export { Weight, QuantizedWeight, type QuantParams } from './weight.js';
@@ -11,3 +13,9 @@ export {
 } from './nn.js';
 export * as reference from './reference.js';
 export type { SequenceState, StateOptions, ForwardInput, ForwardOptions, LanguageModel, LoadContext, ArchitectureDef } from './model.js';
+export {
+  firstNonFinite, assertFinite, NonFiniteError, NO_PROBE, locateNonFinite, nonFiniteLogitsError, nonFiniteReport, isNonFiniteFailure,
+  type FiniteProbe,
+} from './finite.js';
+export { TrackedWeights } from './tracked-weights.js';
+export { scanWeights } from './weight-scan.js';

@@ -15,6 +15,8 @@ export type QuantConfig = { group_size?: number; bits?: number; mode?: string } 
 export function quantConfigOf(config: Record<string, unknown>): QuantConfig | undefined {
   const text = config.text_config as Record<string, unknown> | undefined;
   const q = (config.quantization ?? config.quantization_config ?? text?.quantization ?? text?.quantization_config) as QuantConfig | undefined;
+  if (q !== undefined && q !== null && (typeof q !== 'object' || Array.isArray(q)))
+    throw new MlxcelError('E_QUANT', `config.json: the quantization block must be an object, got ${JSON.stringify(q)}`);
   if (q && typeof q === 'object' && 'quant_method' in q && q.quant_method !== undefined && q.quant_method !== 'mlx')
     throw new MlxcelError('E_QUANT', `quantization_config.quant_method = ${String(q.quant_method)} is not supported (only MLX affine checkpoints)`);
   return q;
@@ -30,6 +32,10 @@ export function quantParamsFor(q: QuantConfig | undefined, path: string): QuantP
   if (mode !== 'affine') throw new MlxcelError('E_QUANT', `${path}: quantization mode "${mode}" is not supported (affine only)`);
   const bits = src.bits ?? q.bits, groupSize = src.group_size ?? q.group_size ?? 64;
   if (bits === undefined) throw new MlxcelError('E_QUANT', `${path}: quantization block has no "bits"`);
+  // Numbers only: a string "64" would otherwise reach the kernels and fail as "unsupported group size 64".
+  for (const [key, v] of [['bits', bits], ['group_size', groupSize]] as const)
+    if (typeof v !== 'number' || !Number.isInteger(v))
+      throw new MlxcelError('E_QUANT', `${path}: quantization ${key} must be an integer, got ${JSON.stringify(v)}${typeof v === 'string' ? ' (a string)' : ''}`);
   return { bits, groupSize };
 }
 

@@ -68,7 +68,12 @@ export class Tensor {
     const dv = new DataView(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength);
     const out = new Int32Array(this.size);
     const sz = dtypeBytes(this.dtype);
-    for (let i = 0; i < out.length; i++) out[i] = readNumber(dv, this.dtype, i * sz);
+    for (let i = 0; i < out.length; i++) {
+      const v = readNumber(dv, this.dtype, i * sz);
+      // Refuse rather than wrap: an I64 id 2^40 + 5 must not come out as 5.
+      if (v !== (v | 0)) throw new MlxcelError('E_RANGE', `Tensor.toI32: element ${i} = ${v} (${this.dtype}) does not fit int32`);
+      out[i] = v;
+    }
     return out;
   }
 
@@ -99,6 +104,7 @@ function readNumber(dv: DataView, d: DType, off: number): number {
     case 'U16': return dv.getUint16(off, true);
     case 'I32': return dv.getInt32(off, true);
     case 'U32': return dv.getUint32(off, true);
+    // Past 2^53 Number() rounds; the value is still far outside int32, which toI32 refuses.
     case 'I64': return Number(dv.getBigInt64(off, true));
     case 'U64': return Number(dv.getBigUint64(off, true));
     default: throw new MlxcelError('E_DTYPE', `cannot read ${d} as a number`);

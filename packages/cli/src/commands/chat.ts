@@ -24,7 +24,8 @@ export function registerChat(program: Command): void {
     .option('--demo', 'use the built-in random-weight demo model')
     .option('--system <text>', 'system message')
     .option('--chat-template <file>', 'use this Jinja chat template')
-    .option('--no-vision', 'do not load the vision tower (saves its memory; /image is refused)');
+    .option('--no-vision', 'do not load the vision tower (saves its memory; /image is refused)')
+    .option('--check-weights', 'scan the checkpoint for NaN/Inf weights at load (reads every tensor once)');
   addSamplingFlags(cmd).action(async (o: Record<string, unknown>) => {
     const loaded = await openModel(o as never);
     const base = samplingOptions(o);

@@ -1,5 +1,5 @@
 /** mlxcel generate: one prompt in, streamed text out (or one JSON object with --json). */
-import { readFileSync } from 'node:fs';
+import { readRegularFile } from '@mlxcel/tensor';
 import type { Command } from 'commander';
 import { audioPrompt, generate, type GenerateOptions, type GenerationStats } from '@mlxcel/engine';
 import { UsageError } from '../errors.js';
@@ -32,6 +32,7 @@ export function registerGenerate(program: Command): void {
     .option('--prompt-file <file>', 'read the prompt from a file')
     .option('--system <text>', 'system message')
     .option('--chat-template <file>', 'use this Jinja chat template')
+    .option('--check-weights', 'scan the checkpoint for NaN/Inf weights at load (reads every tensor once)')
     .option('--no-chat-template', 'send the prompt as raw text (no chat template)')
     .option('--audio <file>', 'WAV file for audio-capable models (Gemma 3n / Gemma 4)')
     .option('--json-schema <file>', 'constrain the output to JSON valid against this JSON Schema file')
@@ -45,7 +46,7 @@ export function registerGenerate(program: Command): void {
     // The random-weight demo prints meaningless text: keep it short unless asked otherwise.
     if (demo && o.maxTokens === undefined) o.maxTokens = 48;
     let prompt = o.prompt as string | undefined;
-    if (prompt === undefined && o.promptFile) prompt = readFileSync(o.promptFile as string, 'utf8');
+    if (prompt === undefined && o.promptFile) prompt = readRegularFile(o.promptFile as string, '--prompt-file', 'utf8');
     if (prompt === undefined && !process.stdin.isTTY) prompt = await readStdin();
     if (prompt === undefined || prompt.trim() === '') {
       if (demo) prompt = 'Write a haiku about fast inference.';

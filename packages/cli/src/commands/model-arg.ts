@@ -6,9 +6,12 @@ import { info, Progress, yellow } from '../ui/output.js';
 export interface ModelFlags {
   model?: string;
   demo?: boolean;
-  chatTemplate?: string;
+  /** A file from --chat-template, or false from --no-chat-template (commander shares the key). */
+  chatTemplate?: string | false;
   /** commander's `--no-vision` sets vision: false. */
   vision?: boolean;
+  /** --check-weights: scan the checkpoint for NaN/Inf weights at load. */
+  checkWeights?: boolean;
 }
 
 export async function openModel(o: ModelFlags): Promise<LoadedModel> {
@@ -23,6 +26,7 @@ export async function openModel(o: ModelFlags): Promise<LoadedModel> {
   return loadModel(spec, {
     chatTemplateFile: typeof o.chatTemplate === 'string' ? o.chatTemplate : undefined,
     noVision: o.vision === false,
+    checkWeights: o.checkWeights === true,
     onProgress: (p: DownloadProgress) => {
       let bar = bars.get(p.file);
       if (!bar) bars.set(p.file, (bar = new Progress(`downloading ${p.file}`)));

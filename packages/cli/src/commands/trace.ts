@@ -8,7 +8,7 @@
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { compareTraces, loadModel, traceAudio, traceImages, traceModel, writeTrace, type TraceOptions } from '@mlxcel/engine';
-import { SafetensorsFile, writeSafetensors, type Tensor } from '@mlxcel/tensor';
+import { SafetensorsFile, toTokenIds, writeSafetensors, type Tensor } from '@mlxcel/tensor';
 import { UsageError } from '../errors.js';
 import { collect, idList, int, num } from '../parse.js';
 import { info } from '../ui/output.js';
@@ -57,7 +57,7 @@ export function registerTrace(program: Command): void {
     if (!o.out) throw new UsageError('--out is required');
     let ids: Int32Array | undefined;
     if (o.ids && o.idsFile) throw new UsageError('pass either --ids or --ids-file');
-    if (o.ids) ids = Int32Array.from(o.ids as number[]);
+    if (o.ids) ids = toTokenIds(o.ids, '--ids');
     else if (o.idsFile) {
       const f = SafetensorsFile.open(o.idsFile as string);
       if (!f.has('input_ids')) throw new UsageError(`${o.idsFile} has no input_ids tensor`);

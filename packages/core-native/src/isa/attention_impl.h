@@ -266,14 +266,20 @@ static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float*
     // Online softmax: P = exp(s - m_new) in place, rescale what was accumulated so far.
     for (int i = 0; i < nqv; i++) {
       float* s = sc + i * SK;
+      // NaN-sticky max: a NaN score makes the row's max NaN, so the NaN reaches the output instead of
+      // the row being taken for fully masked (vmax/hmax skip NaN) and written as zeros.
       vf vm = vsplat(-INFINITY);
-      for (int j = 0; j < cols; j += VL) vm = vmax(vm, vload(s + j));
-      const float bm = hmax(vm);
+      for (int j = 0; j < cols; j += VL) {
+        const vf x = vload(s + j);
+        vm = ((x > vm) | (x != x)) ? x : vm;
+      }
+      float bm = -INFINITY;
+      for (int l2 = 0; l2 < VL; l2++) bm = (vm[l2] > bm || vm[l2] != vm[l2]) ? vm[l2] : bm;
       if (bm == -INFINITY) {
         std::memset(s, 0, size_t(cols) * 4);
         continue;
       }
-      const float nm = bm > m[i] ? bm : m[i];
+      const float nm = (bm > m[i] || std::isnan(bm)) ? bm : m[i];
       const float corr = m[i] == -INFINITY ? 0.f : std::exp(m[i] - nm);
       if (corr != 1.f) {
         float* ac = acc + int64_t(i) * DVp;
@@ -284,7 +290,7 @@ static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float*
       vf sum = vsplat(0.f);
       for (int j = 0; j < cols; j += VL) {
         const vf x = vload(s + j);
-        const vu keep = (vu)(x > vsplat(-INFINITY));
+        const vu keep = (vu)(x != vsplat(-INFINITY));  // masked lanes are exactly -inf; NaN is kept (-> NaN)
         const vf p = as_f(as_u(vexp(x - nm)) & keep);
         sum += p;
         vstore(s + j, p);
@@ -381,7 +387,10 @@ static void merge_unit(const Ctx& c, const Unit& u, const float* part) {
     const int64_t r = k / c.G;
     const int h = int(u.g * c.G + k % c.G);
     float M = -INFINITY;
-    for (int s = 0; s < u.splits; s++) M = std::max(M, part[s * pstride + int64_t(i) * (2 + DVp)]);
+    for (int s = 0; s < u.splits; s++) {  // NaN-sticky, like the per-block max
+      const float ms = part[s * pstride + int64_t(i) * (2 + DVp)];
+      M = (ms > M || std::isnan(ms)) ? ms : M;
+    }
     float* o = a.out + ((sq.q_begin + r) * a.n_heads + h) * int64_t(c.DV);
     if (M == -INFINITY) {
       for (int d = 0; d < c.DV; d++) o[d] = 0.f;

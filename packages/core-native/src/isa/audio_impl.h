@@ -233,8 +233,8 @@ static void clamp(const float* x, int64_t n, float lo, float hi, float* out) {
   parallel_for(n, 1 << 14, [&](int64_t i0, int64_t i1) {
     const vf vlo = vsplat(lo), vhi = vsplat(hi);
     int64_t i = i0;
-    for (; i + VL <= i1; i += VL) vstore(out + i, vmin(vmax(vload(x + i), vlo), vhi));
-    for (; i < i1; i++) out[i] = std::min(std::max(x[i], lo), hi);
+    for (; i + VL <= i1; i += VL) vstore(out + i, vclamp_nan(vload(x + i), vlo, vhi));
+    for (; i < i1; i++) out[i] = x[i] < lo ? lo : x[i] > hi ? hi : x[i];  // NaN passes through
   });
 }
 

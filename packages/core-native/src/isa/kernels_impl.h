@@ -37,6 +37,14 @@ static inline float hmax(vf v) {
 }
 static inline vf vmax(vf a, vf b) { return a > b ? a : b; }
 static inline vf vmin(vf a, vf b) { return a < b ? a : b; }
+// Clamp that keeps NaN (vmin/vmax above return their second operand for a NaN first one, so
+// vmin(vmax(NaN, lo), hi) is lo). Every transcendental and clamp goes through this so that a NaN input
+// stays NaN and the logits check downstream can see it (tanh(NaN) = -1 once hid NaN logits behind the
+// final soft-cap).
+static inline vf vclamp_nan(vf x, vf lo, vf hi) {
+  x = x < lo ? lo : x;  // false for NaN: x is kept
+  return x > hi ? hi : x;
+}
 static inline vf as_f(vu u) { vf f; std::memcpy(&f, &u, sizeof f); return f; }
 static inline vu as_u(vf f) { vu u; std::memcpy(&u, &f, sizeof u); return u; }
 
@@ -131,7 +139,7 @@ static inline vf load_any(const uint8_t* base, int dtype, int64_t i) {
 
 // exp for f32 vectors: range reduction to [-ln2/2, ln2/2] and a degree-6 polynomial (~2 ulp).
 static inline vf vexp(vf x) {
-  x = vmin(vmax(x, vsplat(-87.33654f)), vsplat(88.72283f));
+  x = vclamp_nan(x, vsplat(-87.33654f), vsplat(88.72283f));  // NaN stays NaN through the polynomial
   // Round to nearest with the 1.5*2^23 trick (exact for |n| < 2^22; no vector select needed).
   vf nf = (x * 1.44269504088896341f + 12582912.f) - 12582912.f;
   vi ni = __builtin_convertvector(nf, vi);
@@ -1095,8 +1103,10 @@ static void layer_norm(const float* x, int64_t rows, int64_t dim, const float* w
 static void softmax_row(const float* x, int64_t dim, float* o) {
   float mx = -INFINITY;
   for (int64_t i = 0; i < dim; i++) mx = x[i] > mx ? x[i] : mx;
-  if (mx == -INFINITY) {  // fully masked row: define as uniform zero rather than NaN
-    for (int64_t i = 0; i < dim; i++) o[i] = 0.f;
+  if (mx == -INFINITY) {  // fully masked row: define as uniform zero rather than NaN...
+    bool any_nan = false;  // ...unless the row holds NaN (the max above skips it): then NaN, not zeros
+    for (int64_t i = 0; i < dim; i++) any_nan |= std::isnan(x[i]);
+    for (int64_t i = 0; i < dim; i++) o[i] = any_nan ? NAN : 0.f;
     return;
   }
   float sum = 0.f;
@@ -1120,7 +1130,7 @@ static inline vf unary_v(int op, vf v) {
     case kSilu: return v / (1.0f + vexp(-v));
     // 0.5 v (1 + tanh(u)) = v / (1 + exp(-2u)): no cancellation where tanh(u) is near -1.
     case kGeluTanh: return v / (1.0f + vexp(-1.5957691216057308f * (v + 0.044715f * v * v * v)));
-    case kRelu: return vmax(v, vsplat(0.f));
+    case kRelu: return v < 0.f ? vsplat(0.f) : v;  // NaN passes through (vmax would give 0)
     case kTanh: return vtanh(v);
     case kExp: return vexp(v);
     case kSigmoid: return 1.0f / (1.0f + vexp(-v));
@@ -1134,7 +1144,7 @@ static inline float unary_s(int op, float v) {
     case kSilu: return v / (1.0f + std::exp(-v));
     case kGeluTanh: return v / (1.0f + std::exp(-1.5957691216057308f * (v + 0.044715f * v * v * v)));
     case kGeluErf: return 0.5f * v * (1.0f + std::erf(v * 0.7071067811865476f));
-    case kRelu: return v > 0.f ? v : 0.f;
+    case kRelu: return v < 0.f ? 0.f : v;  // NaN passes through
     case kTanh: return std::tanh(v);
     case kExp: return std::exp(v);
     case kSigmoid: return 1.0f / (1.0f + std::exp(-v));

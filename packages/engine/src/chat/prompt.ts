@@ -16,6 +16,36 @@ export interface BuildPromptOptions {
   addGenerationPrompt?: boolean;
   /** Extra template variables (`tools`, `enable_thinking`, …). */
   variables?: RenderChatOptions['variables'];
+  /**
+   * Tokens the prompt may have at most (the model's context). A text that certainly needs more is
+   * refused with PROMPT_TOO_LONG before it is tokenized (see {@link checkPromptFits}).
+   */
+  maxTokens?: number;
+}
+
+/**
+ * Normalizers can shrink text before it is tokenized (stripping accents turns a 3-byte decomposed "é"
+ * into 1 byte), so the byte bound allows this factor of slack; it is only meant to stop hopeless inputs.
+ */
+const NORMALIZER_SLACK = 4;
+
+/**
+ * Cheap bound before tokenizing: a text of B UTF-8 bytes has at least B / (maxTokenBytes x slack)
+ * tokens. Throws PROMPT_TOO_LONG when even that exceeds `maxTokens` (a 4 MB prompt against a
+ * 128-token context used to take 13 s and 1 GB to tokenize before being refused).
+ */
+export function checkPromptFits(tokenizer: Tokenizer, text: string, maxTokens: number | undefined): void {
+  if (maxTokens === undefined || !tokenizer.maxTokenBytes) return;
+  const perToken = tokenizer.maxTokenBytes * NORMALIZER_SLACK;
+  if (text.length <= maxTokens * perToken / 3) return;  // a UTF-16 unit is at most 3 UTF-8 bytes: no need to count
+  const bytes = Buffer.byteLength(text, 'utf8');
+  const atLeast = Math.ceil(bytes / perToken);
+  if (atLeast > maxTokens)
+    throw new MlxcelError(
+      'PROMPT_TOO_LONG',
+      `the prompt is ${bytes} bytes, at least ${atLeast} tokens (the longest token is ${tokenizer.maxTokenBytes} bytes), ` +
+        `more than the model's ${maxTokens}-token context; it was not tokenized`,
+    );
 }
 
 export interface BuiltPrompt {
@@ -45,6 +75,7 @@ export function buildPrompt(tokenizer: Tokenizer, input: string | readonly ChatM
   const raw = options.noChatTemplate === true || (options.template === null && typeof input === 'string');
   if (raw) {
     const text = typeof input === 'string' ? input : input.map(messageText).join('\n');
+    checkPromptFits(tokenizer, text, options.maxTokens);
     return { text, ids: tokenizer.encode(text, { addSpecialTokens: true }), templated: false };
   }
   if (options.template === null) {
@@ -67,6 +98,7 @@ export function buildPrompt(tokenizer: Tokenizer, input: string | readonly ChatM
     specialTokens,
     variables: options.variables,
   });
+  checkPromptFits(tokenizer, text, options.maxTokens);
   return { text, ids: tokenizer.encode(text, { addSpecialTokens: false }), templated: true };
 }
 

@@ -1,5 +1,6 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { readRegularFile } from '@mlxcel/tensor';
 import { MlxcelError } from '../errors.js';
 import { readOptionalJsonObject } from '../tokenizer/config.js';
 
@@ -37,12 +38,12 @@ export function resolveChatTemplate(options: ResolveChatTemplateOptions): ChatTe
     if (!existsSync(options.file)) {
       throw new MlxcelError('CHAT_TEMPLATE_NOT_FOUND', `chat template file ${options.file} does not exist`);
     }
-    return { template: readFileSync(options.file, 'utf8'), source: options.file };
+    return { template: readRegularFile(options.file, 'chat template file', 'utf8'), source: options.file };
   }
   const dir = options.dir;
   if (dir !== undefined) {
     const jinja = join(dir, 'chat_template.jinja');
-    if (existsSync(jinja)) return { template: readFileSync(jinja, 'utf8'), source: jinja };
+    if (existsSync(jinja)) return { template: readRegularFile(jinja, 'chat template', 'utf8'), source: jinja };
     const json = readOptionalJsonObject(dir, 'chat_template.json');
     if (json !== undefined) {
       const picked = pickTemplate(json.chat_template, options.name, join(dir, 'chat_template.json'));

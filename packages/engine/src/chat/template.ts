@@ -1,5 +1,6 @@
 import { Template } from '@huggingface/jinja';
 import { MlxcelError } from '../errors.js';
+import { DEFAULT_TEMPLATE_LIMITS, withTemplateLimits, type TemplateLimits } from './limits.js';
 import { type ResolveChatTemplateOptions, resolveChatTemplate } from './resolve.js';
 import type { ChatMessage } from './types.js';
 
@@ -17,6 +18,8 @@ export interface RenderChatOptions {
    * does: `tools`, `documents`, `enable_thinking`, … They win over the special tokens.
    */
   variables?: Readonly<Record<string, unknown>>;
+  /** Rendering limits (steps, time, string size, range length); defaults: DEFAULT_TEMPLATE_LIMITS. */
+  limits?: Partial<TemplateLimits>;
 }
 
 /**
@@ -56,9 +59,11 @@ export class ChatTemplate {
     for (const [k, v] of Object.entries(options.variables ?? {})) context[k] = toTemplateValue(v);
     context.messages = toTemplateValue(messages);
     context.add_generation_prompt = options.addGenerationPrompt ?? true;
+    const limits = { ...DEFAULT_TEMPLATE_LIMITS, ...options.limits };
     try {
-      return this.compiled.render(context);
+      return withTemplateLimits(this.source, limits, () => this.compiled.render(context));
     } catch (err) {
+      if (err instanceof MlxcelError) throw err;
       throw new MlxcelError('CHAT_TEMPLATE_ERROR', `${this.source} failed to render: ${(err as Error).message}`);
     }
   }

@@ -1,11 +1,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { assertRegularFile } from '@mlxcel/tensor';
 import { MlxcelError } from '../errors.js';
 
 /** Read and parse a JSON file, with an error that names the file on failure. */
 export function readJsonFile(path: string): unknown {
   let text: string;
   try {
+    assertRegularFile(path, 'tokenizer file');  // a FIFO would block readFileSync
     text = readFileSync(path, 'utf8');
   } catch (err) {
     throw new MlxcelError('FILE_READ_FAILED', `cannot read ${path}: ${(err as Error).message}`);

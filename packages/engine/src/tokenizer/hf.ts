@@ -1,6 +1,7 @@
 import { Tokenizer as HfCoreTokenizer } from '@huggingface/tokenizers';
 import { MlxcelError } from '../errors.js';
 import { mergeEosIds, tokenText } from './config.js';
+import { validateTokenizerJson } from './validate.js';
 import type { DecodeOptions, EncodeOptions, Tokenizer } from './types.js';
 
 /** The parts of a tokenizer.json this wrapper reads itself (the rest goes to the library). */
@@ -37,6 +38,7 @@ export class HfTokenizer implements Tokenizer {
   readonly eosIds: readonly number[];
   readonly specialIds: ReadonlySet<number>;
   readonly tokenizerConfig: Readonly<Record<string, unknown>>;
+  readonly maxTokenBytes: number;
 
   private readonly core: HfCoreTokenizer;
   /** true when tokenizer_config.json says explicitly whether to add BOS / EOS. */
@@ -55,6 +57,8 @@ export class HfTokenizer implements Tokenizer {
     if (json.model === undefined) {
       throw new MlxcelError('TOKENIZER_FILE_INVALID', `${source} has no "model" section`);
     }
+    // Before the library sees the file: it would accept ids, tokens and regexes that tokenize wrong or hang.
+    this.maxTokenBytes = validateTokenizerJson(json as Record<string, unknown>, source).maxTokenBytes;
     const config = options.tokenizerConfig ?? {};
     this.tokenizerConfig = config;
     // The library requires these keys to exist (null is fine); older files omit some.

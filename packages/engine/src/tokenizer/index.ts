@@ -12,3 +12,5 @@ export {
 } from './phi3small.js';
 export { loadTokenizer } from './load.js';
 export { readConfigEosIds, tokenText } from './config.js';
+export { validateTokenizerJson, MAX_TOKEN_ID, type TokenizerJsonSummary } from './validate.js';
+export { checkPatternBudget, starHeight, MAX_PATTERN_LENGTH } from './regex-budget.js';

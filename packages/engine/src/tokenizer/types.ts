@@ -46,6 +46,11 @@ export interface Tokenizer {
    * `chat_template`, `bos_token`, `eos_token` and the other special-token names from it.
    */
   readonly tokenizerConfig: Readonly<Record<string, unknown>>;
+  /**
+   * UTF-8 length of the longest token string, when known: a text of B bytes encodes to at least
+   * B / maxTokenBytes tokens (before any normalizer shrinks it), which bounds a prompt cheaply.
+   */
+  readonly maxTokenBytes?: number;
   encode(text: string, options?: EncodeOptions): number[];
   /** Decode ids to text. `decode([])` is `""`. Ids the tokenizer does not know are ignored. */
   decode(ids: ArrayLike<number>, options?: DecodeOptions): string;

@@ -2,6 +2,7 @@
  * Gemma 3n text config (`gemma3n` → `text_config`, or top-level `gemma3n_text`), docs/architecture/gemma3n.md §1.
  */
 import { ConfigReader, type Json } from '@mlxcel/models-core';
+import { MAX_LAYERS } from '../common/checkpoint-checks.js';
 import { kvSources, normalizeLayerTypes, type LayerType } from '../common/layer-types.js';
 
 export interface Gemma3nConfig {
@@ -42,7 +43,8 @@ function defaultTypes(n: number): LayerType[] {
 export function parseGemma3nConfig(config: Json): Gemma3nConfig {
   const c = new ConfigReader(config, typeof config.model_type === 'string' ? config.model_type : 'gemma3n', { textConfig: true });
   const modelType = typeof config.model_type === 'string' ? config.model_type : 'gemma3n';
-  const numLayers = c.int('num_hidden_layers');
+  // Capped before any per-layer list is built (checkLayerCount compares it with the checkpoint first).
+  const numLayers = c.int('num_hidden_layers', { max: MAX_LAYERS });
   const hiddenSize = c.int('hidden_size');
   const numHeads = c.int('num_attention_heads');
   const numKvHeads = c.int('num_key_value_heads');
@@ -94,6 +96,8 @@ export function parseGemma3nConfig(config: Json): Gemma3nConfig {
   };
   if (cfg.vocabSizePerLayerInput > cfg.vocabSize)
     c.fail('vocab_size_per_layer_input', `${cfg.vocabSizePerLayerInput} exceeds vocab_size ${cfg.vocabSize}`);
+  // HF clamps the AltUp coefficients to [-clip, clip]: a clip <= 0 would zero or invert them.
+  if (cfg.altupCoefClip !== null && !(cfg.altupCoefClip > 0)) c.fail('altup_coef_clip', `must be > 0 or null, got ${cfg.altupCoefClip}`);
   if (cfg.finalLogitSoftcapping !== null && !(cfg.finalLogitSoftcapping > 0))
     c.fail('final_logit_softcapping', `must be > 0 or null, got ${cfg.finalLogitSoftcapping}`);
   return cfg;

@@ -4,6 +4,7 @@
  * library's (conflicting) default.
  */
 import { ConfigReader, type Json } from '@mlxcel/models-core';
+import { MAX_LAYERS } from '../common/checkpoint-checks.js';
 import { kvSources, normalizeLayerTypes, type LayerType } from '../common/layer-types.js';
 
 export interface Gemma4MoeConfig {
@@ -53,7 +54,8 @@ export function parseGemma4Config(config: Json): Gemma4Config {
   const c = new ConfigReader(config, typeof config.model_type === 'string' ? config.model_type : 'gemma4', { textConfig: true });
   const modelType = typeof config.model_type === 'string' ? config.model_type : 'gemma4';
   const warnings: string[] = [];
-  const numLayers = c.int('num_hidden_layers');
+  // Capped before any per-layer list is built (checkLayerCount compares it with the checkpoint first).
+  const numLayers = c.int('num_hidden_layers', { max: MAX_LAYERS });
   const hiddenSize = c.int('hidden_size');
   const numHeads = c.int('num_attention_heads');
   const act = c.raw('hidden_activation') ?? c.raw('hidden_act');

@@ -1,4 +1,5 @@
 import type { ArchitectureDef } from '@mlxcel/tensor';
+import { checkLayerCount } from '../common/layer-count.js';
 import type { RandomWeightOptions } from '@mlxcel/models-core';
 import { Phi3Model } from './model.js';
 import { randomPhi3Weights } from './random.js';
@@ -10,6 +11,9 @@ export { randomPhi3Weights } from './random.js';
 
 export const phi3Architecture: ArchitectureDef = {
   modelTypes: ['phi3'],
-  load: (ctx) => new Phi3Model(ctx.config, ctx.weights),
+  load: (ctx) => {
+    checkLayerCount(ctx.weights, ctx.config, 'phi3');  // before anything per-layer is built
+    return new Phi3Model(ctx.config, ctx.weights);
+  },
   randomWeights: (config, opts?: RandomWeightOptions) => randomPhi3Weights(config, opts),
 };

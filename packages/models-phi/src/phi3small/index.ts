@@ -1,4 +1,5 @@
 import type { ArchitectureDef } from '@mlxcel/tensor';
+import { checkLayerCount } from '../common/layer-count.js';
 import type { RandomWeightOptions } from '@mlxcel/models-core';
 import { Phi3SmallModel } from './model.js';
 import { randomPhi3SmallWeights } from './random.js';
@@ -12,6 +13,9 @@ export { randomPhi3SmallWeights } from './random.js';
 
 export const phi3smallArchitecture: ArchitectureDef = {
   modelTypes: ['phi3small'],
-  load: (ctx) => new Phi3SmallModel(ctx.config, ctx.weights),
+  load: (ctx) => {
+    checkLayerCount(ctx.weights, ctx.config, 'phi3small');  // before anything per-layer is built
+    return new Phi3SmallModel(ctx.config, ctx.weights);
+  },
   randomWeights: (config, opts?: RandomWeightOptions) => randomPhi3SmallWeights(config, opts),
 };

@@ -1,4 +1,5 @@
 import type { ArchitectureDef } from '@mlxcel/tensor';
+import { checkLayerCount } from '../common/layer-count.js';
 import type { RandomWeightOptions } from '@mlxcel/models-core';
 import { PhiMoEModel } from './model.js';
 import { randomPhiMoEWeights } from './random.js';
@@ -10,6 +11,9 @@ export { randomPhiMoEWeights } from './random.js';
 
 export const phimoeArchitecture: ArchitectureDef = {
   modelTypes: ['phimoe'],
-  load: (ctx) => new PhiMoEModel(ctx.config, ctx.weights),
+  load: (ctx) => {
+    checkLayerCount(ctx.weights, ctx.config, 'phimoe');  // before anything per-layer is built
+    return new PhiMoEModel(ctx.config, ctx.weights);
+  },
   randomWeights: (config, opts?: RandomWeightOptions) => randomPhiMoEWeights(config, opts),
 };
