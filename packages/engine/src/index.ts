@@ -9,5 +9,5 @@ export { StopMatcher } from './stop.js';
 export { TokenStepper, type StepResult } from './stepper.js';
 export { BatchScheduler, BatchedGeneration, type SchedulerOptions } from './batch.js';
 export { traceModel, writeTrace, compareTraces, perplexity, type TraceOptions, type TraceResult, type TraceComparison, type TensorComparison } from './trace.js';
-export { randomModel, shrinkLayers, ensureDemoModel, defaultCacheDir, type RandomModelOptions } from './random.js';
+export { randomModel, randomCheckpoint, shrinkLayers, ensureDemoModel, defaultCacheDir, type RandomModelOptions } from './random.js';
 export { audioModelOf, audioPrompt, traceAudio, type AudioPrompt } from './audio.js';
