@@ -6,7 +6,8 @@
 // probe just before it. Reports the best repetition of each engine (this machine's noise only ever
 // slows a run down) and the ratios.
 //   pnpm bench peers [--models gemma3n,gemma4,phi35] [--quant q4,q8] [--layers N] [--prompt 512]
-//                    [--gen 128] [--reps 2] [--threads N] [--json]
+//                    [--gen 128] [--reps 2] [--threads N] [--matmul fast|exact] [--json]
+// --matmul: our matmul precision (as `mlxcel bench`, fast by default: int8 activations in prefill GEMMs).
 // node-llama-cpp is a dependency of this benchmark only (bench/peers/package.json), installed here on
 // first use into bench/peers/node_modules. GGUF files are cached under ~/.cache/mlxcel/peers
 // (MLXCEL_CACHE), keyed by model, quantization and depth.
@@ -64,6 +65,11 @@ const gen = positiveInt('gen', '128');
 const reps = positiveInt('reps', '2');
 const threads = positiveInt('threads', String(cpuInfo().threads));
 const json = args.includes('--json');
+const matmul = flag('matmul', 'fast');
+if (matmul !== 'fast' && matmul !== 'exact') {
+  console.error(`--matmul must be fast or exact, got '${matmul}'`);
+  process.exit(2);
+}
 const log = (s) => process.stderr.write(`[peers] ${s}\n`);
 
 function installLlama() {
@@ -110,7 +116,7 @@ for (const bits of quants)
         bw.push(b);
         load.push(loadavg()[0]);
         log(`${m.label} q${bits} rep ${rep + 1}/${reps}: ${engine} (bandwidth ${b.toFixed(1)} GB/s, load average ${loadavg()[0].toFixed(1)})`);
-        const r = engine === 'llama' ? worker(['llama', path, prompt, gen, threads]) : worker(['ours', key, bits, layers, prompt, gen]);
+        const r = engine === 'llama' ? worker(['llama', path, prompt, gen, threads]) : worker(['ours', key, bits, layers, prompt, gen, matmul]);
         if (r.error) {
           error = r;
           log(`${r.error}\n${(r.log || []).join('\n')}`);
@@ -134,10 +140,10 @@ for (const bits of quants)
     });
   }
 
-if (json) console.log(JSON.stringify({ threads, prompt, gen, reps, layers: layers || 'full', rows }));
+if (json) console.log(JSON.stringify({ threads, prompt, gen, reps, matmul, layers: layers || 'full', rows }));
 else {
   const mib = (b) => (b / 2 ** 20).toFixed(0);
-  console.log(`mlxcel vs llama.cpp (node-llama-cpp ${LLAMA_VERSION}, prebuilt CPU), ${threads} threads, prompt ${prompt}, gen ${gen}, best of ${reps}; ratios = ours / llama.cpp`);
+  console.log(`mlxcel (--matmul ${matmul}) vs llama.cpp (node-llama-cpp ${LLAMA_VERSION}, prebuilt CPU), ${threads} threads, prompt ${prompt}, gen ${gen}, best of ${reps}; ratios = ours / llama.cpp`);
   console.log('| model | quant | layers | prefill tok/s llama.cpp / ours | ratio | decode tok/s llama.cpp / ours | ratio | ours decode / bandwidth ceiling | peak RSS MiB llama.cpp / ours | bandwidth GB/s | load avg |');
   console.log('|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {

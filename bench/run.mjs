@@ -14,6 +14,7 @@ export const BENCHES = {
   moe: { script: 'packages/moe/bench/moe.mjs', about: 'MoE routing and expert matmuls (@mlxcel/moe)' },
   audio: { script: 'packages/audio/bench/audio.mjs', about: 'log-mel features and audio encoders (@mlxcel/audio)' },
   decode: { script: 'bench/decode.mjs', about: 'end-to-end decode at real shapes (random q4) vs the read-bandwidth ceiling' },
+  accuracy: { script: 'bench/accuracy.mjs', about: 'what --matmul fast (int8 activations) costs in accuracy: every fixture, and random real-shape models' },
   peers: { script: 'bench/peers.mjs', about: 'mlxcel vs llama.cpp (node-llama-cpp, installed on demand) on the same random weights, same run, with ratios' },
   batch: { script: 'packages/engine/bench/batch.mjs', about: 'continuous batching: aggregate decode tok/s with 1-8 concurrent requests (@mlxcel/engine)' },
 };

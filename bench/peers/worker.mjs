@@ -1,7 +1,7 @@
 // One measurement of `pnpm bench peers` in its own process (so each engine's peak RSS is its own):
 //   worker.mjs bandwidth                                  read bandwidth (GB/s), streaming sum over 1 GiB
 //   worker.mjs gguf  <model> <bits> <layers|0> <path>      write the model's random checkpoint as GGUF
-//   worker.mjs ours  <model> <bits> <layers|0> <prompt> <gen>
+//   worker.mjs ours  <model> <bits> <layers|0> <prompt> <gen> <exact|fast>
 //   worker.mjs llama <gguf> <prompt> <gen> <threads>
 // Prints one JSON line.
 import { existsSync } from 'node:fs';
@@ -52,7 +52,9 @@ async function gguf(key, bits, layers, path) {
   return { path, tensors: tensors.length, seconds: (performance.now() - t0) / 1000 };
 }
 
-async function ours(key, bits, layers, prompt, gen) {
+async function ours(key, bits, layers, prompt, gen, matmul) {
+  const { setMatmulPrecision } = await import('../../packages/core-native/lib/index.js');
+  setMatmulPrecision(matmul);
   const { benchCheckpoint } = await import('./models.mjs');
   const { architectureFor } = await import('../../packages/engine/dist/index.js');
   const { runBench } = await import('../../packages/cli/dist/index.js');
@@ -112,7 +114,7 @@ async function llama(path, prompt, gen, threads) {
 const jobs = {
   bandwidth: () => bandwidth(),
   gguf: () => gguf(a[0], Number(a[1]), Number(a[2]), a[3]),
-  ours: () => ours(a[0], Number(a[1]), Number(a[2]), Number(a[3]), Number(a[4])),
+  ours: () => ours(a[0], Number(a[1]), Number(a[2]), Number(a[3]), Number(a[4]), a[5] ?? 'fast'),
   llama: () => llama(a[0], Number(a[1]), Number(a[2]), Number(a[3])),
 };
 if (!jobs[job]) {

@@ -55,6 +55,14 @@ export declare function alloc(bytes: number): ArrayBuffer;
 export declare function mmapFile(path: string): ArrayBuffer;
 
 export declare function matmul(x: Float32Array, M: number, w: NativeWeight, bias: Float32Array | null, out: Float32Array): void;
+/**
+ * Process-wide matmul precision. "exact" (the default): activations stay f32 in every matmul. "fast":
+ * matmuls with M > 8 rows over 4-bit (and, with VNNI, 8-bit) MLX affine weights quantize x to int8 per
+ * weight group and use integer dot products (VNNI / AVX2 / Arm SDOT variants; others stay exact).
+ * Returns the mode set.
+ */
+export declare function setMatmulPrecision(mode: 'exact' | 'fast'): 'exact' | 'fast';
+export declare function matmulPrecision(): 'exact' | 'fast';
 export declare function gather(ids: Int32Array, w: NativeWeight, out: Float32Array): void;
 export declare function rmsNorm(x: Float32Array, rows: number, dim: number, weight: Float32Array | null, eps: number, plusOne: boolean, out: Float32Array): void;
 export declare function layerNorm(x: Float32Array, rows: number, dim: number, weight: Float32Array | null, bias: Float32Array | null, eps: number, out: Float32Array): void;

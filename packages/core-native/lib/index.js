@@ -31,7 +31,7 @@ export const BinaryOp = Object.freeze({ ADD: 0, SUB: 1, MUL: 2, DIV: 3, MAX: 4 }
 
 export const {
   cpuInfo, setIsa, setThreads, alloc, mmapFile,
-  matmul, gather, rmsNorm, layerNorm, softmax, unary, binary, affine, linearCombine, rope, attention,
+  matmul, gather, setMatmulPrecision, matmulPrecision, rmsNorm, layerNorm, softmax, unary, binary, affine, linearCombine, rope, attention,
   toF32, fromF32, quantize, argmax, topk, streamSum,
 } = native;
 

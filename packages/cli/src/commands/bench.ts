@@ -12,6 +12,7 @@ import { UsageError } from '../errors.js';
 import { int, quantFlag } from '../parse.js';
 import { formatBytes, info } from '../ui/output.js';
 import { openModel } from './model-arg.js';
+import { addMatmulFlag, applyMatmulPrecision } from '../matmul-precision.js';
 
 export interface BenchResult {
   model: string;
@@ -119,7 +120,7 @@ export async function runBatchBench(
 }
 
 export function registerBench(program: Command): void {
-  program
+  const cmd = program
     .command('bench')
     .description('measure prefill and decode throughput (load once, warm up, measured run)')
     .option('-m, --model <dir|repo>', 'model folder or Hugging Face repo id')
@@ -130,8 +131,10 @@ export function registerBench(program: Command): void {
     .option('--gen-tokens <n>', 'tokens to generate', int('--gen-tokens', 1), 32)
     .option('--kv-cache <kind>', 'KV cache storage kind')
     .option('--concurrency <n>', 'run n requests together through the continuous-batching scheduler (as mlxcel serve does)', int('--concurrency', 1, 256), 1)
-    .option('--json', 'print the result as JSON')
+    .option('--json', 'print the result as JSON');
+  addMatmulFlag(cmd, 'fast')
     .action(async (o: Record<string, unknown>) => {
+      applyMatmulPrecision(o);
       let model: LanguageModel;
       let name: string;
       if (o.random) {

@@ -6,6 +6,7 @@ import { UsageError } from '../errors.js';
 import { addSamplingFlags, samplingOptions } from '../sampling.js';
 import { dim, formatBytes, info } from '../ui/output.js';
 import { openModel } from './model-arg.js';
+import { addMatmulFlag, applyMatmulPrecision } from '../matmul-precision.js';
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -34,7 +35,9 @@ export function registerGenerate(program: Command): void {
     .option('--no-chat-template', 'send the prompt as raw text (no chat template)')
     .option('--audio <file>', 'WAV file for audio-capable models (Gemma 3n / Gemma 4)')
     .option('--json', 'print one JSON object (text, token ids, stats) instead of streaming');
+  addMatmulFlag(cmd, 'fast');
   addSamplingFlags(cmd).action(async (o: Record<string, unknown>) => {
+    applyMatmulPrecision(o);
     const demo = Boolean(o.demo && !o.model);
     // The random-weight demo prints meaningless text: keep it short unless asked otherwise.
     if (demo && cmd.getOptionValueSource('maxTokens') === 'default') o.maxTokens = 48;

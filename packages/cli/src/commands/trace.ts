@@ -11,6 +11,7 @@ import { SafetensorsFile, writeSafetensors, type Tensor } from '@mlxcel/tensor';
 import { UsageError } from '../errors.js';
 import { idList, int, num } from '../parse.js';
 import { info } from '../ui/output.js';
+import { addMatmulFlag, applyMatmulPrecision } from '../matmul-precision.js';
 
 export function registerTrace(program: Command): void {
   const trace = program
@@ -28,6 +29,7 @@ export function registerTrace(program: Command): void {
     .option('-o, --out <file>', 'output .safetensors')
     .option('--margin <m>', 'compare: top-1 margin for a "decided" disagreement', num('--margin', 0), 0.1)
     .option('--json', 'compare: machine-readable output');
+  addMatmulFlag(trace, 'exact');
   trace.action(async (mode: string | undefined, files: string[], o: Record<string, unknown>) => {
     if (mode === 'compare') {
       if (files.length !== 2) throw new UsageError('trace compare needs two files: A.safetensors B.safetensors');
@@ -59,6 +61,7 @@ export function registerTrace(program: Command): void {
       if (!f.has('input_ids')) throw new UsageError(`${o.idsFile} has no input_ids tensor`);
       ids = f.get('input_ids').toI32().slice();
     }
+    applyMatmulPrecision(o);
     const loaded = await loadModel(o.model as string, { tokenizer: 'none' });
     const extra: Record<string, Tensor> = {};
     if (o.waveform) {

@@ -29,6 +29,7 @@ using namespace mlx;
 #include "gemm_xt.h"
 #include "gemm_dot.h"
 #include "matmul.h"
+#include "gemm_q8act.h"
 #include "norms_elementwise.h"
 #include "rope.h"
 #include "attention_impl.h"
@@ -45,6 +46,7 @@ static inline mlx::KernelTable make_table(const char* name) {
   mlx::KernelTable t{};
   t.name = name;
   t.matmul = matmul;
+  t.matmul_q8act = matmul_q8act;
   t.gather_rows = gather_rows;
   t.rms_norm = rms_norm;
   t.layer_norm = layer_norm;
