@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// What `--matmul fast` (int8 activations in quantized prefill GEMMs) costs in accuracy, on every text
-// fixture and on random models at real shapes:
+// What `--matmul fast` (16-bit integer activations in quantized prefill GEMMs) and `--matmul int8`
+// (8-bit) cost in accuracy, on every text fixture and on random models at real shapes:
 //   fixtures: for each fixtures/<case>/ with expected.safetensors (prompt, reference logits, greedy
 //             continuation), a trace in each precision (full forward over the prompt + 8 greedy steps)
 //             compared with the reference: max |Δlogit|, greedy ids equal, decided disagreements
@@ -60,7 +60,7 @@ try {
     const loaded = await loadModel(dir, { tokenizer: 'none' });
     const quantized = Boolean(loaded.config.quantization ?? loaded.config.quantization_config);
     const row = { case: c, quantized, prompt_tokens: ids.length };
-    for (const mode of ['exact', 'fast']) row[mode] = summary(compareTraces(traceFile(loaded.model, ids, mode, c, decode), exp, { marginThreshold: MARGIN }));
+    for (const mode of ['exact', 'fast', 'int8']) row[mode] = summary(compareTraces(traceFile(loaded.model, ids, mode, c, decode), exp, { marginThreshold: MARGIN }));
     rows.push(row);
   }
   const MODELS = {
@@ -72,8 +72,11 @@ try {
     const model = randomModel(readJson(join(root, cfg), label), { layers, quantize: { bits: 4, groupSize: 64 }, seed: 0 });
     let x = 7;
     const ids = Int32Array.from({ length: promptLen }, () => ((x = (Math.imul(x, 1103515245) + 12345) >>> 0) % 30000) + 100);
-    const exact = traceFile(model, ids, 'exact', label, 8), fast = traceFile(model, ids, 'fast', label, 8);
-    rows.push({ case: `${label} random q4, ${layers} layers`, quantized: true, prompt_tokens: promptLen, fast_vs_exact: summary(compareTraces(fast, exact, { marginThreshold: MARGIN })) });
+    const exact = traceFile(model, ids, 'exact', label, 8), fast = traceFile(model, ids, 'fast', label, 8), int8 = traceFile(model, ids, 'int8', label, 8);
+    rows.push({
+      case: `${label} random q4, ${layers} layers`, quantized: true, prompt_tokens: promptLen,
+      fast_vs_exact: summary(compareTraces(fast, exact, { marginThreshold: MARGIN })), int8_vs_exact: summary(compareTraces(int8, exact, { marginThreshold: MARGIN })),
+    });
   }
 } finally {
   setMatmulPrecision('exact');
@@ -84,10 +87,10 @@ if (json) console.log(JSON.stringify({ isa: cpuInfo().isa, margin: MARGIN, rows 
 else {
   const cell = (s) => `${s.max_abs_logit_diff.toExponential(2)} | ${s.greedy_ids_equal === null ? '-' : s.greedy_ids_equal ? 'equal' : 'DIFFER'} | ${s.decided_disagreements}`;
   console.log(`matmul precision accuracy (${cpuInfo().isa}; decided = both top-1 margins > ${MARGIN} and top-1 differ)`);
-  console.log('| case | weights | prompt | exact vs reference: max abs dlogit / greedy ids / decided | fast vs reference: same | fast vs exact: same |');
-  console.log('|---|---|---|---|---|---|');
+  console.log('each cell: max abs dlogit / greedy ids / decided disagreements');
+  console.log('| case | weights | prompt | exact vs reference | fast vs reference | int8 vs reference | fast vs exact | int8 vs exact |');
+  console.log('|---|---|---|---|---|---|---|---|');
+  const c = (s) => (s ? cell(s) : '-');
   for (const r of rows)
-    console.log(
-      `| ${r.case} | ${r.quantized ? 'quantized' : 'float'} | ${r.prompt_tokens} | ${r.exact ? cell(r.exact) : '-'} | ${r.fast ? cell(r.fast) : '-'} | ${r.fast_vs_exact ? cell(r.fast_vs_exact) : '-'} |`,
-    );
+    console.log(`| ${r.case} | ${r.quantized ? 'quantized' : 'float'} | ${r.prompt_tokens} | ${c(r.exact)} | ${c(r.fast)} | ${c(r.int8)} | ${c(r.fast_vs_exact)} | ${c(r.int8_vs_exact)} |`);
 }

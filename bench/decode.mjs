@@ -2,7 +2,7 @@
 // End-to-end decode throughput at real model shapes (random q4 weights) as a fraction of the
 // machine's read bandwidth measured in the same run. Decode is memory-bound: the ceiling is
 // bandwidth / bytes of weights streamed per token, so `fraction` = achieved GB/s / measured GB/s.
-//   pnpm bench decode [--models gemma3n,gemma4,phi35] [--layers N] [--prompt 64] [--gen 16] [--matmul fast|exact] [--json]
+//   pnpm bench decode [--models gemma3n,gemma4,phi35] [--layers N] [--prompt 64] [--gen 16] [--matmul fast|exact|int8] [--json]
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { alloc, cpuInfo, setMatmulPrecision, streamSum } from '../packages/core-native/lib/index.js';
@@ -26,7 +26,7 @@ const layers = flag('layers') ? Number(flag('layers')) : undefined;
 const promptTokens = Number(flag('prompt', '64'));
 const genTokens = Number(flag('gen', '16'));
 const json = args.includes('--json');
-const matmul = flag('matmul', 'fast'); // as `mlxcel bench`: int8-activation prefill GEMMs unless --matmul exact
+const matmul = flag('matmul', 'fast'); // as `mlxcel bench`: integer-activation prefill GEMMs unless --matmul exact
 setMatmulPrecision(matmul);
 
 function median(xs) {

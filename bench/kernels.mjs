@@ -15,8 +15,8 @@
 // and the reported fraction is the median of the per-pair ratios, so load from other processes that
 // changes during the run affects both sides of a ratio alike.
 // GEMM: M = 512 rows (the target shape) and M = 64 (a short prompt) against a 4096x4096 weight, f32,
-// q4 and q8 (group 64, bf16), the quantized ones both exact and with int8 activations (matmul precision
-// "fast"), as GFLOP/s = 2*M*N*K / t, timed alternately; each ratio is the median of the per-pair ratios.
+// q4 and q8 (group 64, bf16), the quantized ones exact and with integer activations (matmul precisions
+// "fast": 16-bit, "int8": 8-bit), as GFLOP/s = 2*M*N*K / t, timed alternately; each ratio is the median of the per-pair ratios.
 // Small ops: per-call latency of kernels that run inline (below the pool's grain) and of small parallel
 // regions, on 1 thread and on the GEMV thread count (thread-pool overhead for decode-sized work).
 // Every figure is the median of several timed passes after a warm-up pass; the 1-min load average is
@@ -182,7 +182,8 @@ if (!only || only === 'gemm') {
   // Each case: a weight and the matmul precision (exact: f32 activations; fast: int8 activations, see
   // setMatmulPrecision). All timed alternately in the same loop, so each ratio pairs like with like.
   const cases = [
-    ['f32', wF32, 'exact'], ['q4', q4w[0], 'exact'], ['q4_fast', q4w[0], 'fast'], ['q8', q8w[0], 'exact'], ['q8_fast', q8w[0], 'fast'],
+    ['f32', wF32, 'exact'], ['q4', q4w[0], 'exact'], ['q4_fast', q4w[0], 'fast'], ['q4_int8', q4w[0], 'int8'],
+    ['q8', q8w[0], 'exact'], ['q8_fast', q8w[0], 'fast'], ['q8_int8', q8w[0], 'int8'],
   ];
   for (const M of gemmMs) {
     const gx = new Float32Array(M * K);
@@ -205,15 +206,15 @@ if (!only || only === 'gemm') {
         return a / reps;
       });
       t.forEach((v, i) => times[i].push(v));
-      ratios.push({ q4: t[0] / t[1], q4_fast_vs_q4: t[1] / t[2], q8_fast_vs_q8: t[3] / t[4] });
+      ratios.push({ q4: t[0] / t[1], q4_fast: t[1] / t[2], q4_int8: t[1] / t[3], q8_fast: t[4] / t[5], q8_int8: t[4] / t[6] });
     }
     native.setMatmulPrecision('exact');
     const flop = 2 * M * N * K;
     const g = { M, N, K };
     cases.forEach(([name], i) => { g[name] = flop / median(times[i]) / 1e9; });
     g.ratio = median(ratios.map((x) => x.q4));
-    g.q4_fast_speedup = median(ratios.map((x) => x.q4_fast_vs_q4));
-    g.q8_fast_speedup = median(ratios.map((x) => x.q8_fast_vs_q8));
+    // Speed-ups over the exact path of the same weight, each the median of per-pass ratios.
+    for (const k of ['q4_fast', 'q4_int8', 'q8_fast', 'q8_int8']) g[`${k}_speedup`] = median(ratios.map((x) => x[k]));
     gemms.push(g);
   }
 }
@@ -278,7 +279,8 @@ else {
   for (const g of gemms)
     log(
       `GEMM (M = ${g.M}, ${N}x${K} weight, ${gemvThreads} threads): f32 ${g.f32.toFixed(1)} GFLOP/s, q4 ${g.q4.toFixed(1)} GFLOP/s, q4/f32 = ${(100 * g.ratio).toFixed(0)}% | ` +
-        `int8 activations (--matmul fast): q4 ${g.q4_fast.toFixed(1)} GFLOP/s (${g.q4_fast_speedup.toFixed(2)}x exact), q8 ${g.q8.toFixed(1)} -> ${g.q8_fast.toFixed(1)} GFLOP/s (${g.q8_fast_speedup.toFixed(2)}x)`,
+        `integer activations: q4 fast ${g.q4_fast.toFixed(1)} (${g.q4_fast_speedup.toFixed(2)}x exact) / int8 ${g.q4_int8.toFixed(1)} (${g.q4_int8_speedup.toFixed(2)}x); ` +
+        `q8 exact ${g.q8.toFixed(1)}, fast ${g.q8_fast.toFixed(1)} (${g.q8_fast_speedup.toFixed(2)}x) / int8 ${g.q8_int8.toFixed(1)} (${g.q8_int8_speedup.toFixed(2)}x) GFLOP/s`,
     );
   if (gemms.length) log('');
   if (small.length) {

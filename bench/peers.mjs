@@ -6,8 +6,9 @@
 // probe just before it. Reports the best repetition of each engine (this machine's noise only ever
 // slows a run down) and the ratios.
 //   pnpm bench peers [--models gemma3n,gemma4,phi35] [--quant q4,q8] [--layers N] [--prompt 512]
-//                    [--gen 128] [--reps 2] [--threads N] [--matmul fast|exact] [--json]
-// --matmul: our matmul precision (as `mlxcel bench`, fast by default: int8 activations in prefill GEMMs).
+//                    [--gen 128] [--reps 2] [--threads N] [--matmul fast|exact|int8] [--json]
+// --matmul: our matmul precision (as `mlxcel bench`; fast by default: 16-bit integer activations in
+// prefill GEMMs; int8: 8-bit ones, like llama.cpp's Q8 activations).
 // node-llama-cpp is a dependency of this benchmark only (bench/peers/package.json), installed here on
 // first use into bench/peers/node_modules. GGUF files are cached under ~/.cache/mlxcel/peers
 // (MLXCEL_CACHE), keyed by model, quantization and depth.
@@ -66,8 +67,8 @@ const reps = positiveInt('reps', '2');
 const threads = positiveInt('threads', String(cpuInfo().threads));
 const json = args.includes('--json');
 const matmul = flag('matmul', 'fast');
-if (matmul !== 'fast' && matmul !== 'exact') {
-  console.error(`--matmul must be fast or exact, got '${matmul}'`);
+if (!['fast', 'exact', 'int8'].includes(matmul)) {
+  console.error(`--matmul must be fast, exact or int8, got '${matmul}'`);
   process.exit(2);
 }
 const log = (s) => process.stderr.write(`[peers] ${s}\n`);

@@ -1,7 +1,7 @@
 // One measurement of `pnpm bench peers` in its own process (so each engine's peak RSS is its own):
 //   worker.mjs bandwidth                                  read bandwidth (GB/s), streaming sum over 1 GiB
 //   worker.mjs gguf  <model> <bits> <layers|0> <path>      write the model's random checkpoint as GGUF
-//   worker.mjs ours  <model> <bits> <layers|0> <prompt> <gen> <exact|fast>
+//   worker.mjs ours  <model> <bits> <layers|0> <prompt> <gen> <exact|fast|int8>
 //   worker.mjs llama <gguf> <prompt> <gen> <threads>
 // Prints one JSON line.
 import { existsSync } from 'node:fs';

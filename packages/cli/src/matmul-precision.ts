@@ -1,23 +1,24 @@
 /**
- * `--matmul exact|fast`, the one switch between the f32-exact matmuls and the fast-activation path
- * (quantized GEMMs with int8 activations, @mlxcel/core-native setMatmulPrecision). generate, serve and
- * bench default to fast; trace defaults to exact (its output is compared with reference logits).
+ * `--matmul exact|fast|int8`, the one switch between the f32-exact matmuls and the integer-activation
+ * paths of quantized prefill GEMMs (@mlxcel/core-native setMatmulPrecision): fast = 16-bit activations
+ * (two int8 digit planes), int8 = 8-bit. generate, serve and bench default to fast; trace defaults to
+ * exact (its output is compared with reference logits).
  */
 import type { Command } from 'commander';
 import { setMatmulPrecision } from '@mlxcel/core-native';
 import { UsageError } from './errors.js';
 
-export type MatmulPrecision = 'exact' | 'fast';
+export type MatmulPrecision = 'exact' | 'fast' | 'int8';
 
 function precisionFlag(v: string): MatmulPrecision {
-  if (v !== 'exact' && v !== 'fast') throw new UsageError(`--matmul must be "exact" or "fast", got "${v}"`);
+  if (v !== 'exact' && v !== 'fast' && v !== 'int8') throw new UsageError(`--matmul must be "exact", "fast" or "int8", got "${v}"`);
   return v;
 }
 
 export function addMatmulFlag(cmd: Command, dflt: MatmulPrecision): Command {
   return cmd.option(
     '--matmul <precision>',
-    'exact: f32 activations in every matmul; fast: quantized prefill GEMMs with int8 activations (accuracy cost in docs/benchmarks.md)',
+    'exact: f32 activations in every matmul; fast: quantized prefill GEMMs on 16-bit integer activations; int8: on 8-bit ones (accuracy cost of each in docs/benchmarks.md)',
     precisionFlag,
     dflt,
   );

@@ -2,6 +2,7 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { withProfiling } from './profile.js';
 
 const require = createRequire(import.meta.url);
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -20,7 +21,11 @@ function load() {
   }
 }
 
-const native = load();
+// Every kernel (not the set-up functions) is timed while a profile runs (profile.js).
+const UNTIMED = new Set(['cpuInfo', 'setIsa', 'setThreads', 'alloc', 'mmapFile', 'setMatmulPrecision', 'matmulPrecision']);
+const raw = load();
+const native = withProfiling(raw, Object.keys(raw).filter((k) => !UNTIMED.has(k)));
+export { startProfile, stopProfile } from './profile.js';
 
 /** Storage dtype codes understood by the kernels. */
 export const DType = Object.freeze({ F32: 0, F16: 1, BF16: 2, QAFFINE: 3 });

@@ -1,6 +1,7 @@
 // matmul(x, M, weight, bias|null, out), gather(ids, weight, out) and the process-wide matmul precision
-// (setMatmulPrecision / matmulPrecision): "exact" (default) keeps activations f32 everywhere; "fast"
-// lets quantized GEMMs (M > 8) quantize activations to int8 per weight group (isa/gemm_q8act.h).
+// (setMatmulPrecision / matmulPrecision): "exact" (default) keeps activations f32 everywhere; "fast" and
+// "int8" let quantized GEMMs (M > 8) quantize activations per weight group to 16 bits (two int8 digit
+// planes) or 8 bits and use integer dot products (isa/gemm_q8act.h).
 #include <atomic>
 
 #include "args.h"
@@ -9,7 +10,7 @@
 namespace mlx {
 namespace {
 
-std::atomic<bool> g_fast_matmul{false};
+std::atomic<int> g_act_planes{0};  // 0: exact, 2: "fast", 1: "int8"
 
 Napi::Value Matmul(const Napi::CallbackInfo& info) {
   const char* fn = "matmul";
@@ -20,20 +21,23 @@ Napi::Value Matmul(const Napi::CallbackInfo& info) {
   float* y = f32_arg(info[4], fn, "out", count_of(info.Env(), fn, M, w.rows));
   if (M > 0 && w.rows > 0) {
     const KernelTable& k = kernels();
-    if (!(g_fast_matmul.load(std::memory_order_relaxed) && k.matmul_q8act(x, M, w, bias, y))) k.matmul(x, M, w, bias, y);
+    const int planes = g_act_planes.load(std::memory_order_relaxed);
+    if (!(planes && k.matmul_q8act(x, M, w, bias, y, planes))) k.matmul(x, M, w, bias, y);
   }
   return info.Env().Undefined();
 }
 
 Napi::Value SetMatmulPrecision(const Napi::CallbackInfo& info) {
   const std::string mode = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : std::string();
-  if (mode != "exact" && mode != "fast") throw_type(info.Env(), "setMatmulPrecision: mode must be \"exact\" or \"fast\"");
-  g_fast_matmul.store(mode == "fast");
+  if (mode != "exact" && mode != "fast" && mode != "int8")
+    throw_type(info.Env(), "setMatmulPrecision: mode must be \"exact\", \"fast\" or \"int8\"");
+  g_act_planes.store(mode == "fast" ? 2 : mode == "int8" ? 1 : 0);
   return Napi::String::New(info.Env(), mode);
 }
 
 Napi::Value MatmulPrecision(const Napi::CallbackInfo& info) {
-  return Napi::String::New(info.Env(), g_fast_matmul.load() ? "fast" : "exact");
+  const int planes = g_act_planes.load();
+  return Napi::String::New(info.Env(), planes == 2 ? "fast" : planes == 1 ? "int8" : "exact");
 }
 
 Napi::Value Gather(const Napi::CallbackInfo& info) {

@@ -1,8 +1,10 @@
-// Conformance of the fast-activation GEMM (setMatmulPrecision('fast'), src/isa/gemm_q8act.h) on every
-// kernel variant this machine runs. Where it applies (4-bit weights on avx2 / avx2vnni / avx512vnni /
-// neon_dotprod, 8-bit on the VNNI variants; M > 8; group 32/64/128) the result must equal its definition,
+// Conformance of the integer-activation GEMM (setMatmulPrecision('fast' | 'int8'), src/isa/gemm_q8act.h)
+// on every kernel variant this machine runs. Where it applies (4-bit weights on avx2 / avx2vnni /
+// avx512vnni / neon_dotprod, 8-bit on the VNNI variants; M > 8; group 32/64/128) the result must equal
+// its definition,
 //   y[m, n] = sum_g ( s[n,g] * dx[m,g] * sum_{c in g} q[n,c] * xq[m,c] + b[n,g] * sum_{c in g} x[m,c] ) + bias[n],
-//   dx[m,g] = max_{c in g} |x[m,c]| / 127,  xq = round_half_even(f32(x * f32(127 / max)))
+//   dx[m,g] = max_{c in g} |x[m,c]| / T,  xq = round_half_even(f32(x * f32(T / max))),
+//   T = 32639 ("fast": two int8 digit planes) or 127 ("int8")
 // to f32 arithmetic (the same relative measure and bound as matmul.test.ts); everywhere else the fast
 // mode must give the exact path's bits.
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -24,7 +26,7 @@ function roundHalfEven(v: number): number {
 }
 
 /** The definition above in float64 (integer dot products exact), with the error normaliser per element. */
-function reference(x: Float32Array, M: number, q: QWeight, bias: Float32Array | null) {
+function reference(x: Float32Array, M: number, q: QWeight, bias: Float32Array | null, T: number) {
   const K = q.cols, N = q.rows, G = q.group, gpr = K / G, rowBytes = (K * q.bits) / 8;
   const xq = new Int32Array(M * K), dx = new Float64Array(M * gpr), xs = new Float64Array(M * gpr), xa = new Float64Array(M * gpr);
   for (let m = 0; m < M; m++)
@@ -35,10 +37,10 @@ function reference(x: Float32Array, M: number, q: QWeight, bias: Float32Array | 
         s += x[m * K + c]!;
         a += Math.abs(x[m * K + c]!);
       }
-      dx[m * gpr + g] = f(mx / 127);
+      dx[m * gpr + g] = f(mx / T);
       xs[m * gpr + g] = s;
       xa[m * gpr + g] = a;
-      const inv = mx > 0 ? f(127 / mx) : 0;
+      const inv = mx > 0 ? f(T / mx) : 0;
       for (let c = g * G; c < (g + 1) * G; c++) xq[m * K + c] = roundHalfEven(f(x[m * K + c]! * inv));
     }
   const y = new Float64Array(M * N), norm = new Float64Array(M * N);
@@ -66,7 +68,7 @@ function reference(x: Float32Array, M: number, q: QWeight, bias: Float32Array | 
   return { y, norm };
 }
 
-function run(x: Float32Array, M: number, w: native.NativeWeight, bias: Float32Array | null, mode: 'exact' | 'fast'): Float32Array {
+function run(x: Float32Array, M: number, w: native.NativeWeight, bias: Float32Array | null, mode: native.MatmulPrecision): Float32Array {
   native.setMatmulPrecision(mode);
   const y = new Float32Array(M * w.rows).fill(NaN);
   native.matmul(x, M, w, bias, y);
@@ -74,11 +76,13 @@ function run(x: Float32Array, M: number, w: native.NativeWeight, bias: Float32Ar
 }
 
 describe('setMatmulPrecision', () => {
-  it('defaults to exact, takes exact | fast, and names the mode in its error', () => {
+  it('defaults to exact, takes exact | fast | int8, and names the modes in its error', () => {
     expect(native.matmulPrecision()).toBe('exact');
+    expect(native.setMatmulPrecision('int8')).toBe('int8');
+    expect(native.matmulPrecision()).toBe('int8');
     expect(native.setMatmulPrecision('fast')).toBe('fast');
     expect(native.matmulPrecision()).toBe('fast');
-    expect(() => native.setMatmulPrecision('int8' as 'fast')).toThrow(/"exact" or "fast"/);
+    expect(() => native.setMatmulPrecision('int4' as 'fast')).toThrow(/"exact", "fast" or "int8"/);
     expect(native.matmulPrecision()).toBe('fast');
   });
 });
@@ -102,16 +106,18 @@ for (const isa of VARIANTS) {
             const x = randF32(M * K, M + group, -2, 2);
             for (let m = 0; m < M; m++) x[m * K + ((m * 37) % K)] = 50;
             const exact = run(x, M, w, bias, 'exact');
-            const fast = run(x, M, w, bias, 'fast');
-            if (!fastBits.includes(bits)) {
-              expect(fast).toEqual(exact);
-              continue;
+            for (const [mode, T] of [['fast', 32639], ['int8', 127]] as const) {
+              const fast = run(x, M, w, bias, mode);
+              if (!fastBits.includes(bits)) {
+                expect(fast).toEqual(exact);
+                continue;
+              }
+              const { y, norm } = reference(x, M, q, bias, T);
+              let worst = 0;
+              for (let i = 0; i < y.length; i++) worst = Math.max(worst, Math.abs(fast[i]! - y[i]!) / norm[i]!);
+              expect(worst, `${mode} M=${M}`).toBeLessThanOrEqual(BOUND);
+              expect(fast).not.toEqual(exact); // the integer path really ran
             }
-            const { y, norm } = reference(x, M, q, bias);
-            let worst = 0;
-            for (let i = 0; i < y.length; i++) worst = Math.max(worst, Math.abs(fast[i]! - y[i]!) / norm[i]!);
-            expect(worst, `M=${M}`).toBeLessThanOrEqual(BOUND);
-            expect(fast).not.toEqual(exact); // the int8 path really ran
           }
         });
       }
@@ -123,6 +129,7 @@ for (const isa of VARIANTS) {
       for (const M of [1, 4, 8]) {
         const x = randF32(M * K, M);
         expect(run(x, M, q4, null, 'fast')).toEqual(run(x, M, q4, null, 'exact'));
+        expect(run(x, M, q4, null, 'int8')).toEqual(run(x, M, q4, null, 'exact'));
       }
       const x = randF32(16 * K, 3);
       const q3 = nativeQ(randomQ(N, K, 3, 64, 0, 6));

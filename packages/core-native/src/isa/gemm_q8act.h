@@ -1,11 +1,14 @@
 // ---- Fast-activation GEMM for 4-/8-bit weights (included by kernels_impl.h inside the variant namespace) ----
-// The less exact, faster prefill path (matmul_q8act; bindings pick it only in "fast" matmul mode): x is
-// quantized per weight group to int8, x[m, c] ~= dx[m, g] * xq[m, c] with dx = max_g |x| / 127 (as
-// llama.cpp's Q8 activations, but per weight group), and sum_c q[n, c] x[m, c] over a group becomes one
-// integer dot product of codes and xq, scaled once per group by s[n, g] * dx[m, g]. The bias half,
-// sum_g b[n, g] * sum_{c in g} x[m, c], keeps the exact f32 group sums of x, so only the rounding of x
-// to 8 bits (relative error <= 1/254 of the group's largest |x| per element) separates it from the
-// exact path.
+// The less exact, faster prefill path (matmul_q8act; bindings pick it only in the "fast" or "int8"
+// matmul precision): x is quantized per weight group to integers, x[m, c] ~= dx[m, g] * t[m, c] with
+// dx = max_g |x| / T, and sum_c q[n, c] x[m, c] over a group becomes an integer dot product of codes and
+// t, scaled once per group by s[n, g] * dx[m, g]. The bias half, sum_g b[n, g] * sum_{c in g} x[m, c],
+// keeps the exact f32 group sums of x, so only the rounding of x separates it from the exact path.
+//   planes = 1 ("int8"): T = 127, t is one int8 (as llama.cpp's Q8 activations, but per weight group):
+//     error <= 1/254 of the group's largest |x| per element.
+//   planes = 2 ("fast"): T = 32639 = 127 * 256 + 127, t = 256 * hi + lo as two int8 digit planes, two
+//     dot products per step combined in i32: error <= 1/65278 of it, ~256x smaller for about half the
+//     int8 rate.
 //
 // Layout: W rows are repacked a k-chunk at a time into an interleaved tile, VL rows x 4 codes per k-step
 // ([k/4][VL rows][4 codes], one byte per code), so one vector holds 4 consecutive codes of VL rows and
@@ -70,7 +73,10 @@ constexpr int64_t kQ8MB = 256;         // x rows per task: the tile repack is am
 // Quantizes rows [r0, r1) of x [M, K] per group of G: dx = max|x| / 127, xq = round(x / dx); xsum = the
 // exact f32 group sums. Returns false when a row holds a non-finite value (the exact path then
 // propagates it).
-static bool q8act_quantize(const float* x, int64_t r0, int64_t r1, int64_t K, int G, int8_t* xq, float* dx, float* xsum) {
+// Planes: xq[r * K + c] (int8), or hi at xq and lo at xq + M * K (two planes).
+static bool q8act_quantize(const float* x, int64_t r0, int64_t r1, int64_t M, int64_t K, int G, int planes, int8_t* xq,
+                           float* dx, float* xsum) {
+  const float T = planes == 2 ? 32639.f : 127.f;  // the largest |t| both planes can hold
   typedef int8_t vs8 __attribute__((vector_size(VL)));
   const int64_t gpr = K / G;
   for (int64_t r = r0; r < r1; r++)
@@ -88,12 +94,20 @@ static bool q8act_quantize(const float* x, int64_t r0, int64_t r1, int64_t K, in
       for (int i = 0; i < VL; i++)
         if (bad[i]) return false;
       const float m = hmax(mx);
-      dx[r * gpr + g] = m / 127.f;
+      dx[r * gpr + g] = m / T;
       xsum[r * gpr + g] = hsum(s);
-      const float inv = m > 0.f ? 127.f / m : 0.f;
+      const float inv = m > 0.f ? T / m : 0.f;
       for (int c = 0; c < G; c += VL) {
-        const vs8 q = __builtin_convertvector(q8_round(vload(xg + c) * inv), vs8);  // |x * inv| <= 127
-        std::memcpy(xq + r * K + g * G + c, &q, sizeof q);
+        const vi t = q8_round(vload(xg + c) * inv);  // |t| <= T
+        if (planes == 1) {
+          const vs8 q = __builtin_convertvector(t, vs8);
+          std::memcpy(xq + r * K + g * G + c, &q, sizeof q);
+        } else {
+          const vi lo = ((t + 128) & 255) - 128, hi = (t - lo) >> 8;  // t = 256 * hi + lo, both in [-128, 127]
+          const vs8 qh = __builtin_convertvector(hi, vs8), ql = __builtin_convertvector(lo, vs8);
+          std::memcpy(xq + r * K + g * G + c, &qh, sizeof qh);
+          std::memcpy(xq + M * K + r * K + g * G + c, &ql, sizeof ql);
+        }
       }
     }
   return true;
@@ -138,15 +152,16 @@ static void q8act_pack_tile(const WeightRef& w, int64_t n0, int nr, int64_t k0, 
 }
 
 // acc[m] (VL output rows each) += the chunk's contribution for MR x rows. xq[m]: the chunk's int8 x of
-// row m; dx[m], xs[m]: its groups' scales and exact sums; ng groups of G in the chunk.
-template <int MR>
-static inline void q8act_micro(const uint32_t* wt, const int8_t* const* xq, const float* const* dx, const float* const* xs,
-                               const float* sc, const float* bi, int64_t ng, int G, float* acc) {
+// row m (the hi plane when PLANES == 2, the lo plane plane_off bytes further); dx[m], xs[m]: its groups'
+// scales and exact sums; ng groups of G in the chunk.
+template <int MR, int PLANES>
+static inline void q8act_micro(const uint32_t* wt, const int8_t* const* xq, int64_t plane_off, const float* const* dx,
+                               const float* const* xs, const float* sc, const float* bi, int64_t ng, int G, float* acc) {
   vf a[MR];
   for (int m = 0; m < MR; m++) a[m] = vload(acc + m * VL);
   for (int64_t g = 0; g < ng; g++) {
-    vi ia[MR];
-    for (int m = 0; m < MR; m++) ia[m] = vi{} ;
+    vi ia[MR], il[MR];
+    for (int m = 0; m < MR; m++) ia[m] = il[m] = vi{};
     const uint32_t* wg = wt + g * (G / 4) * VL;
     for (int k4 = 0; k4 < G / 4; k4++) {
       const q8w wv = q8_load(wg + k4 * VL);
@@ -154,45 +169,53 @@ static inline void q8act_micro(const uint32_t* wt, const int8_t* const* xq, cons
         int32_t x4;
         std::memcpy(&x4, xq[m] + g * G + 4 * k4, 4);
         ia[m] = q8_dot(ia[m], wv, x4);
+        if (PLANES == 2) {
+          std::memcpy(&x4, xq[m] + plane_off + g * G + 4 * k4, 4);
+          il[m] = q8_dot(il[m], wv, x4);
+        }
       }
     }
+    // 256 * hi-plane sum + lo-plane sum: |sum| <= G * 255 * 32639 < 2^31 for G <= 128.
+    if (PLANES == 2)
+      for (int m = 0; m < MR; m++) ia[m] = (ia[m] << 8) + il[m];
     const vf s = vload(sc + g * VL), b = vload(bi + g * VL);
     for (int m = 0; m < MR; m++) a[m] += __builtin_convertvector(ia[m], vf) * (s * dx[m][g]) + b * xs[m][g];
   }
   for (int m = 0; m < MR; m++) vstore(acc + m * VL, a[m]);
 }
 
-template <int MR>
-static inline void q8act_rows(int mr, const uint32_t* wt, const int8_t* const* xq, const float* const* dx,
+template <int MR, int PLANES>
+static inline void q8act_rows(int mr, const uint32_t* wt, const int8_t* const* xq, int64_t plane_off, const float* const* dx,
                               const float* const* xs, const float* sc, const float* bi, int64_t ng, int G, float* acc) {
   if constexpr (MR > 1) {
     if (mr < MR) {
-      q8act_rows<MR - 1>(mr, wt, xq, dx, xs, sc, bi, ng, G, acc);
+      q8act_rows<MR - 1, PLANES>(mr, wt, xq, plane_off, dx, xs, sc, bi, ng, G, acc);
       return;
     }
   }
-  q8act_micro<MR>(wt, xq, dx, xs, sc, bi, ng, G, acc);
+  q8act_micro<MR, PLANES>(wt, xq, plane_off, dx, xs, sc, bi, ng, G, acc);
 }
 
 struct Q8ActScratch {
   Scratch xq, dx, xsum, wt, sc, bi, acc;
 };
 
-// y[M, N] = x[M, K] . W^T (+ bias) with int8 activations. Returns false (y untouched) where this path
-// does not apply: not an MLX affine weight of a code width the dot product takes, a group other than
-// 32/64/128, M small enough for the GEMV (memory-bound there, and exact), or a non-finite x.
-static bool matmul_q8act(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y) {
-  if (w.dtype != kQAffine || !q8act_bits_ok(w.bits) || M <= 2 * kGemvMaxM) return false;
+// y[M, N] = x[M, K] . W^T (+ bias) with integer activations of `planes` int8 digit planes (1 or 2).
+// Returns false (y untouched) where this path does not apply: not an MLX affine weight of a code width
+// the dot product takes, a group other than 32/64/128, M small enough for the GEMV (memory-bound there,
+// and exact), or a non-finite x.
+static bool matmul_q8act(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int planes) {
+  if (w.dtype != kQAffine || !q8act_bits_ok(w.bits) || M <= 2 * kGemvMaxM || (planes != 1 && planes != 2)) return false;
   const int G = w.group;
   if (G != 32 && G != 64 && G != 128) return false;
   const int64_t K = w.cols, N = w.rows, gpr = K / G;
   static thread_local Q8ActScratch s_x;  // the calling thread's; workers only read it
-  int8_t* xq = s_x.xq.get<int8_t>(size_t(M * K));
+  int8_t* xq = s_x.xq.get<int8_t>(size_t(planes * M * K));
   float* dx = s_x.dx.get<float>(size_t(M * gpr));
   float* xsum = s_x.xsum.get<float>(size_t(M * gpr));
   std::atomic<bool> finite{true};
   parallel_for(M, 8, [&](int64_t r0, int64_t r1) {
-    if (!q8act_quantize(x, r0, r1, K, G, xq, dx, xsum)) finite = false;
+    if (!q8act_quantize(x, r0, r1, M, K, G, planes, xq, dx, xsum)) finite = false;
   });
   if (!finite) return false;
   const int64_t tiles = (N + VL - 1) / VL, mbk = (M + kQ8MB - 1) / kQ8MB;
@@ -219,7 +242,8 @@ static bool matmul_q8act(const float* x, int64_t M, const WeightRef& w, const fl
             dr[i] = dx + (m + i) * gpr + k0 / G;
             sr[i] = xsum + (m + i) * gpr + k0 / G;
           }
-          q8act_rows<kQ8MR>(mr, wt, xr, dr, sr, sc, bi, ng, G, acc + (m - m0) * VL);
+          if (planes == 2) q8act_rows<kQ8MR, 2>(mr, wt, xr, M * K, dr, sr, sc, bi, ng, G, acc + (m - m0) * VL);
+          else q8act_rows<kQ8MR, 1>(mr, wt, xr, 0, dr, sr, sc, bi, ng, G, acc + (m - m0) * VL);
         }
       }
       for (int64_t m = m0; m < m1; m++)
@@ -231,5 +255,5 @@ static bool matmul_q8act(const float* x, int64_t M, const WeightRef& w, const fl
 
 #else
 // No byte dot product in this variant: the fast path never applies (matmul stays exact).
-static bool matmul_q8act(const float*, int64_t, const WeightRef&, const float*, float*) { return false; }
+static bool matmul_q8act(const float*, int64_t, const WeightRef&, const float*, float*, int) { return false; }
 #endif
