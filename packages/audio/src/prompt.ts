@@ -1,5 +1,5 @@
 /**
- * Audio in the chat prompt (gemma-common.md §7.4, gemma4.md §13, gemma3n.md §12): the chat template
+ * Audio in the chat prompt (docs/architecture/gemma-common.md §7.4, docs/architecture/gemma4.md §13, docs/architecture/gemma3n.md §12): the chat template
  * puts one placeholder per clip inside the last user turn; the processor expands each placeholder to
  * begin-of-audio + N soft-token placeholders + end-of-audio; the model replaces the placeholder rows
  * with the clip's soft tokens. Here: the token table, the expansion (text and ids), a small renderer
@@ -93,7 +93,7 @@ export interface RenderOptions {
 }
 
 /**
- * Renders messages in the shape of the checkpoint templates (gemma-common.md §7.4) with the audio
+ * Renders messages in the shape of the checkpoint templates (docs/architecture/gemma-common.md §7.4) with the audio
  * placeholders at the start of the last user turn (content parts [audio x clips, text]), NOT yet
  * expanded. Prefer the checkpoint's own Jinja template when one is available (pass the messages of
  * withAudioInLastUserTurn to it); this renderer covers plain system/user/assistant text.

@@ -1,4 +1,4 @@
-/** How many audio soft tokens a clip takes in the prompt (audio.md §4.6, gemma3n.md §12). */
+/** How many audio soft tokens a clip takes in the prompt (docs/architecture/audio.md §4.6, docs/architecture/gemma3n.md §12). */
 import { MlxcelError } from '@mlxcel/tensor';
 import type { AudioModel } from './model.js';
 

@@ -5,7 +5,7 @@ import { expect } from 'vitest';
 import { encodeAudio, type AudioModel } from '../src/index.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-/** Fixtures are copied into the repo (DESIGN.md: tests read nothing outside the repository). */
+/** Fixtures are copied into the repo (docs/architecture/README.md, "Conventions": tests read nothing outside the repository). */
 export const FIXTURES = resolve(here, '../../../fixtures');
 
 export interface Expected {

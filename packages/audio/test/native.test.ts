@@ -53,7 +53,7 @@ describe('conv2d', () => {
   });
 });
 
-/** The blocked local attention of the references (audio.md §5.1), written out directly. */
+/** The blocked local attention of the references (docs/architecture/audio.md §5.1), written out directly. */
 function blockedAttention(o: {
   q: Float32Array; k: Float32Array; v: Float32Array; E: Float32Array; T: number; N: number; hd: number;
   W: number; P: number; F: number; valid: Uint8Array; cap: number; admit: (w: number, c: number) => boolean;

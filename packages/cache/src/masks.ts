@@ -14,7 +14,7 @@ export interface Phi3SmallSparseConfig {
 }
 
 /**
- * phi3small.md §4.3: local window of `num_local_blocks` blocks plus every key block with
+ * docs/architecture/phi3small.md §4.3: local window of `num_local_blocks` blocks plus every key block with
  * (kb + h·σ + 1) mod vert_stride = 0, σ = max(1, floor(vert_stride / nHeads)) for per-head patterns,
  * 0 for a homogeneous pattern.
  */

@@ -1,5 +1,5 @@
 /**
- * Prompt-cache files: one safetensors file in mlx-lm's layout (formats.md (f)) plus this engine's
+ * Prompt-cache files: one safetensors file in mlx-lm's layout (docs/architecture/formats.md (f)) plus this engine's
  * metadata, so a cache is only ever loaded into the model, layer layout and RoPE regime it was made for.
  *
  * Tensors per owning layer i, trimmed to the stored rows T, head-major [1, nKvHeads, T, ...]:

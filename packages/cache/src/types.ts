@@ -3,7 +3,7 @@ import type { KvStorage } from './storage.js';
 import type { StoreImage } from './store.js';
 
 /**
- * Phi-3-small block-sparse visibility (phi3small.md §4.3), ANDed with causal/window: with
+ * Phi-3-small block-sparse visibility (docs/architecture/phi3small.md §4.3), ANDed with causal/window: with
  * qb = floor(qPos / blockSize) and kb = floor(kPos / blockSize), a key is visible to query head h iff
  * qb − kb < localBlocks or (kb + h·headStep + 1) mod vertStride = 0. headStep 0 = one pattern for all heads.
  */

@@ -1,5 +1,5 @@
 /**
- * Prompt-cache files: mlx-lm's safetensors layout (formats.md (f)) plus the engine's metadata; a save
+ * Prompt-cache files: mlx-lm's safetensors layout (docs/architecture/formats.md (f)) plus the engine's metadata; a save
  * and load round-trips every kind bit-exactly; a file made for another model, layer layout or RoPE
  * regime is refused with a message saying which.
  */

@@ -1,5 +1,5 @@
 /** `mlxcel trace` reproduces every text fixture: logits max |Δ| ≤ 1e-3, greedy ids exact. */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -71,5 +71,54 @@ describe('mlxcel trace on the reference fixtures', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/logits\s+\[/);
     expect(r.stdout).toMatch(/perplexity of input_ids/);
+  });
+});
+
+describe('mlxcel trace --dump-layers', () => {
+  const out = mkdtempSync(join(tmpdir(), 'mlxcel-cli-dump-'));
+  it.each([
+    ['phi3-tiny-short', 'model.embed_tokens.weight'],
+    ['gemma4-tiny-dense', null],
+    ['gemma3n-tiny', null],
+  ])('%s: embeddings + hidden_states.<l> per layer, chunked == one pass, logits unchanged', async (name, table) => {
+    const dir = join(FIXTURES, name);
+    const ids = join(dir, 'expected.safetensors');
+    const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as Record<string, Record<string, number> & number>;
+    const text = (config.text_config ?? config) as Record<string, number>;
+    const [L, H] = [text.num_hidden_layers!, text.hidden_size!];
+    const plain = join(out, `${name}-plain.safetensors`), one = join(out, `${name}-one.safetensors`), chunked = join(out, `${name}-chunked.safetensors`);
+    expect((await mlxcel(['trace', '--model', dir, '--ids-file', ids, '--out', plain])).code).toBe(0);
+    expect((await mlxcel(['trace', '--model', dir, '--ids-file', ids, '--dump-layers', '--out', one])).code).toBe(0);
+    expect((await mlxcel(['trace', '--model', dir, '--ids-file', ids, '--dump-layers', '--chunk', '3', '--out', chunked])).code).toBe(0);
+    const a = SafetensorsFile.open(one), b = SafetensorsFile.open(chunked);
+    const T = a.get('input_ids').shape[0]!;
+    const names = ['embeddings', ...Array.from({ length: L }, (_, l) => `hidden_states.${l}`)];
+    expect([...a.tensors.keys()].filter((n) => n !== 'input_ids' && n !== 'logits').sort()).toEqual([...names].sort());
+    for (const n of names) {
+      expect(a.get(n).shape).toEqual([T, H]);
+      // Chunking reorders f32 sums: within 1e-5 of the tensor's own scale (Gemma's residual grows to O(10)).
+      const x = a.get(n).toF32();
+      const scale = x.reduce((m, v) => Math.max(m, Math.abs(v)), 1);
+      expect(maxAbs(x, b.get(n).toF32()), n).toBeLessThanOrEqual(1e-5 * scale);
+    }
+    // Tapping the layers changes nothing in the logits.
+    expect(maxAbs(a.get('logits').toF32(), SafetensorsFile.open(plain).get('logits').toF32())).toBe(0);
+    // The layers differ from each other (each name is its own layer, not one buffer written L times).
+    expect(maxAbs(a.get('hidden_states.0').toF32(), a.get(`hidden_states.${L - 1}`).toF32())).toBeGreaterThan(1e-3);
+    if (table) {
+      // Phi-3 embeddings are the table rows of the prompt ids, unscaled.
+      const w = SafetensorsFile.open(join(dir, 'model.safetensors')).get(table).toF32();
+      const tok = a.get('input_ids').toI32();
+      const want = new Float32Array(T * H);
+      tok.forEach((id, t) => want.set(w.subarray(id * H, (id + 1) * H), t * H));
+      expect(maxAbs(a.get('embeddings').toF32(), want)).toBe(0);
+    }
+  });
+
+  it('--dump-layers without prompt ids is a usage error', async () => {
+    const dir = join(FIXTURES, 'phi3-tiny-short');
+    const r = await mlxcel(['trace', '--model', dir, '--dump-layers', '--out', join(out, 'x.safetensors')]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/--ids/);
   });
 });

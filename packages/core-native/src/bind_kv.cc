@@ -90,7 +90,7 @@ const int32_t* slots_arg(const Napi::Value& v, const char* fn, const Store& s, i
   return p;
 }
 
-// MLX affine quantizer (formats.md (b); same arithmetic as core-native `quantize`): the group's
+// MLX affine quantizer (docs/architecture/formats.md (b); same arithmetic as core-native `quantize`): the group's
 // larger-magnitude edge is represented exactly; codes round half to even.
 void quantize_group(const float* x, int n, int bits, uint8_t* q, float& scale, float& bias) {
   const float levels = float((1 << bits) - 1);

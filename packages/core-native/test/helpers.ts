@@ -1,5 +1,5 @@
 // Independent references for the conformance tests: written from the format descriptions
-// (the project spec formats.md (b), IEEE binary16, bfloat16), not from the kernels' code, and computed in
+// (the project spec docs/architecture/formats.md (b), IEEE binary16, bfloat16), not from the kernels' code, and computed in
 // float64 unless a step is specified as f32 arithmetic (the MLX quantizer).
 import * as native from '../lib/index.js';
 
@@ -106,7 +106,7 @@ export function decodeFloat(bytes: Uint8Array, dtype: ScaleDtype, i: number): nu
   return dtype === 1 ? f16Decode(h) : bf16Decode(h);
 }
 
-/** Code c of a packed row: the bits c*b .. c*b+b-1 of the row's LSB-first bit stream (formats.md (b)). */
+/** Code c of a packed row: the bits c*b .. c*b+b-1 of the row's LSB-first bit stream (docs/architecture/formats.md (b)). */
 export function codeAt(row: Uint8Array, bits: number, c: number): number {
   let q = 0;
   for (let k = 0; k < bits; k++) {
@@ -167,7 +167,7 @@ export function dequantRef(q: QWeight): Float64Array {
 }
 
 /**
- * The MLX affine quantizer of formats.md (b), every step in f32 (Math.fround) as MLX computes it:
+ * The MLX affine quantizer of docs/architecture/formats.md (b), every step in f32 (Math.fround) as MLX computes it:
  * s = max((max - min) / n, 1e-7); the larger-magnitude edge is kept exact (s negated when it is the max);
  * q0 = round(edge / s); if q0 != 0 then s = edge / q0, bias = edge else bias = 0;
  * q = clamp(round((w - bias) / s), 0, n), round half to even. Codes packed LSB-first into U32 words.

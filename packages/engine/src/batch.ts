@@ -4,19 +4,15 @@
  * the next token of every sequence that is decoding, so each weight is streamed from memory once per
  * step for all of them (decode is bound by memory bandwidth: a batch of 4 costs about what 1 costs).
  * Requests join and leave between steps; each keeps its own KV state, sampler, stop strings and token
- * budget (TokenStepper), so a request's tokens are the ones generate() would give it alone.
+ * budget (TokenEmitter), so a request's tokens are the ones generate() would give it alone.
  *
  *   const scheduler = new BatchScheduler(loaded, { maxBatch: 8 });
  *   for await (const t of scheduler.submit('Hi', { maxTokens: 64 })) process.stdout.write(t.text);
  */
-import type { SequenceState } from '@mlxcel/tensor';
 import { MlxcelError } from './errors.js';
-import {
-  checkContext, prefillChunk, promptIds, yieldToLoop,
-  type GenerateOptions, type GeneratedToken, type GenerationStats, type PromptInput,
-} from './generate.js';
 import type { LoadedModel } from './load.js';
-import { TokenStepper } from './stepper.js';
+import { openSession, yieldToLoop, type Session } from './session.js';
+import type { GenerateOptions, GeneratedToken, GenerationStats, PromptInput } from './types.js';
 
 export interface SchedulerOptions {
   /** Most sequences admitted at once (prefilling or decoding); later ones wait in arrival order. Default 8. */
@@ -99,15 +95,10 @@ export class BatchedGeneration implements AsyncIterable<GeneratedToken> {
   }
 }
 
-interface Active {
+/** An admitted request: its session (ids, state, emitter, prefill) and where it stands. */
+interface Active extends Session {
   gen: BatchedGeneration;
   opts: GenerateOptions;
-  ids: Int32Array;
-  state: SequenceState;
-  stepper: TokenStepper;
-  chunk: number;
-  /** Prompt tokens already prefilled. */
-  done: number;
   /** Logits waiting to be sampled, the token waiting to be fed, or neither (prefilling). */
   logits: Float32Array | null;
   next: number | null;
@@ -166,26 +157,19 @@ export class BatchScheduler {
     while (this.active.length < this.maxBatch && this.pending.length) {
       const { gen, prompt, opts, t0 } = this.pending.shift()!;
       try {
-        const model = this.loaded.model;
-        const ids = promptIds(this.loaded, prompt, opts);
-        if (ids.length === 0) throw new MlxcelError('PROMPT_EMPTY', 'the prompt has no tokens');
-        const state = opts.state ?? model.newState({ kvCache: opts.kvCache });
-        checkContext(model, state, ids.length);
-        const stepper = new TokenStepper(this.loaded, ids, opts, state);
-        const chunk = opts.prefillChunk ?? (model.prefillChunk === null ? 0 : model.prefillChunk);
-        this.active.push({ gen, opts, ids, state, stepper, chunk: chunk > 0 ? chunk : ids.length, done: 0, logits: null, next: null, t0, prefillMs: 0 });
+        this.active.push({ ...openSession(this.loaded, prompt, opts), gen, opts, logits: null, next: null, t0, prefillMs: 0 });
       } catch (e) {
         gen.fail(e);
       }
     }
   }
 
-  /** Ends aborted / cancelled requests and those the stepper finished. */
+  /** Ends aborted / cancelled requests and those the emitter finished. */
   private dropFinished(): void {
     for (let i = this.active.length - 1; i >= 0; i--) {
       const a = this.active[i]!;
       if (a.opts.signal?.aborted || a.gen.cancelled) {
-        a.stepper.abort();
+        a.emitter.abort();
         this.finish(i);
       }
     }
@@ -194,7 +178,7 @@ export class BatchScheduler {
   private finish(i: number): void {
     const a = this.active[i]!;
     this.active.splice(i, 1);
-    a.gen.end(a.stepper.stats(a.ids.length, a.t0, a.prefillMs, performance.now()));
+    a.gen.end(a.emitter.stats(a.ids.length, a.t0, a.prefillMs, performance.now()));
   }
 
   private fail(a: Active, e: unknown): void {
@@ -208,17 +192,14 @@ export class BatchScheduler {
    * more than one (shared-size) chunk. Chunked prefill gives the same logits as one pass.
    */
   private prefillStep(): void {
-    const a = this.active.find((x) => x.done < x.ids.length);
+    const a = this.active.find((x) => !x.prefill.finished);
     if (!a) return;
     const t = performance.now();
     try {
-      const othersDecoding = this.active.some((x) => x !== a && x.done === x.ids.length);
-      const chunk = othersDecoding ? Math.min(a.chunk, this.sharedPrefillChunk) : a.chunk;
-      const end = Math.min(a.ids.length, a.done + chunk);
-      const logits = prefillChunk(this.loaded.model, a.state, a.ids, a.done, end, a.opts.embeddingOverrides);
-      a.done = end;
-      a.opts.onPrefillProgress?.(end, a.ids.length);
-      if (a.done === a.ids.length) a.logits = logits;
+      const othersDecoding = this.active.some((x) => x !== a && x.prefill.finished);
+      const logits = a.prefill.next(othersDecoding ? this.sharedPrefillChunk : Infinity);
+      a.opts.onPrefillProgress?.(a.prefill.done, a.ids.length);
+      if (a.prefill.finished) a.logits = logits;
     } catch (e) {
       this.fail(a, e);
     }
@@ -232,7 +213,7 @@ export class BatchScheduler {
       const logits = a.logits;
       a.logits = null;
       try {
-        const { items, next } = a.stepper.hasBudget ? a.stepper.step(logits) : { items: [], next: null };
+        const { items, next } = a.emitter.hasBudget ? a.emitter.emit(logits) : { items: [], next: null };
         a.gen.push(items);
         if (next === null) this.finish(i);
         else a.next = next;

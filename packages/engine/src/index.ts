@@ -1,12 +1,14 @@
 export * from './text.js';
 export { registerArchitecture, supportedModelTypes, architectureFor } from './registry.js';
 export { loadModel, loadModelFromDir, readJson, type LoadModelOptions, type LoadedModel } from './load.js';
+export { generate, Generation, prefill } from './generate.js';
+export type { GenerateOptions, GeneratedToken, GenerationStats, PromptInput, StepResult } from './types.js';
 export {
-  generate, Generation, prefill, prefillChunk, promptIds, DEFAULT_PREFILL_CHUNK,
-  type GenerateOptions, type GeneratedToken, type GenerationStats, type PromptInput,
-} from './generate.js';
+  openSession, PromptPrefill, promptIds, checkContext, prefillChunkFor, decodeOne, DEFAULT_PREFILL_CHUNK,
+  type Session, type PromptPrefillOptions,
+} from './session.js';
 export { StopMatcher } from './stop.js';
-export { TokenStepper, type StepResult } from './stepper.js';
+export { TokenEmitter } from './token-emitter.js';
 export { BatchScheduler, BatchedGeneration, type SchedulerOptions } from './batch.js';
 export { traceModel, writeTrace, compareTraces, perplexity, type TraceOptions, type TraceResult, type TraceComparison, type TensorComparison } from './trace.js';
 export { randomModel, randomCheckpoint, shrinkLayers, ensureDemoModel, defaultCacheDir, type RandomModelOptions } from './random.js';

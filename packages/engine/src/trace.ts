@@ -1,11 +1,13 @@
 /**
- * The logit trace (`mlxcel trace`): a prompt forward (optionally chunked) and an optional greedy
- * continuation, written as safetensors with the fixture contract's tensor names, and a comparison
- * of two traces.
+ * The logit trace (`mlxcel trace`): a prompt forward (optionally chunked, through the session core's
+ * PromptPrefill) and an optional greedy continuation, written as safetensors with the fixture contract's
+ * tensor names (plus `embeddings` / `hidden_states.<layer>` with dumpLayers), and a comparison of two
+ * traces.
  */
 import { SafetensorsFile, Tensor, writeSafetensors, type LanguageModel } from '@mlxcel/tensor';
 import { MlxcelError } from './errors.js';
 import { Sampler } from './sampling/index.js';
+import { decodeOne, PromptPrefill } from './session.js';
 
 export interface TraceOptions {
   /** Prefill chunk size; 0/undefined = one pass. */
@@ -13,6 +15,8 @@ export interface TraceOptions {
   /** Greedy continuation length. */
   decode?: number;
   kvCache?: string;
+  /** Also keep every named intermediate of the prompt forward (`embeddings`, `hidden_states.<layer>`). */
+  dumpLayers?: boolean;
 }
 
 export interface TraceResult {
@@ -22,6 +26,8 @@ export interface TraceResult {
   greedyIds?: Int32Array;
   /** [N, vocab]: row i chose greedyIds[i] (row 0 = last prompt row). */
   greedyLogits?: Float32Array;
+  /** With dumpLayers: each named intermediate over the prompt's T rows, [T, width]. */
+  hiddenStates?: Map<string, { values: Float32Array; width: number }>;
 }
 
 export function traceModel(model: LanguageModel, ids: Int32Array, opts: TraceOptions = {}): TraceResult {
@@ -30,14 +36,18 @@ export function traceModel(model: LanguageModel, ids: Int32Array, opts: TraceOpt
   if (T === 0) throw new MlxcelError('PROMPT_EMPTY', 'trace: no input ids');
   for (const id of ids) if (id < 0 || id >= V) throw new MlxcelError('BAD_INPUT', `trace: token id ${id} is outside the vocabulary [0, ${V})`);
   const state = model.newState({ kvCache: opts.kvCache });
+  const hiddenStates = opts.dumpLayers ? new Map<string, { values: Float32Array; width: number }>() : undefined;
+  const prefill = new PromptPrefill(model, state, ids, {
+    chunk: opts.chunk ?? 0,
+    logits: 'all',
+    forward: hiddenStates ? { onHiddenState: (name, values, width) => keepRows(hiddenStates, name, values, width, prefill, T) } : {},
+  });
   const logits = new Float32Array(T * V);
-  const step = opts.chunk && opts.chunk > 0 ? opts.chunk : T;
-  for (let i = 0; i < T; i += step) {
-    const part = ids.subarray(i, Math.min(T, i + step));
-    const out = model.forward([{ ids: part, state, totalLength: T }], { logits: 'all' })[0]!;
-    logits.set(out, i * V);
+  while (!prefill.finished) {
+    const at = prefill.done;
+    logits.set(prefill.next(), at * V);
   }
-  const result: TraceResult = { inputIds: ids, logits };
+  const result: TraceResult = { inputIds: ids, logits, ...(hiddenStates ? { hiddenStates } : {}) };
   const N = opts.decode ?? 0;
   if (N > 0) {
     // Greedy exactly as generate() picks at temperature 0, suppressed ids excluded.
@@ -49,12 +59,25 @@ export function traceModel(model: LanguageModel, ids: Int32Array, opts: TraceOpt
       greedyLogits.set(row, n * V);
       const tok = greedy.sample(row).token;
       greedyIds[n] = tok;
-      if (n + 1 < N) row = model.forward([{ ids: Int32Array.of(tok), state }], { logits: 'last' })[0]!.slice(-V);
+      if (n + 1 < N) row = decodeOne(model, state, tok).slice();
     }
     result.greedyIds = greedyIds;
     result.greedyLogits = greedyLogits;
   }
   return result;
+}
+
+/**
+ * Copies one intermediate of the chunk now running into its [T, width] tensor: the chunk's rows are
+ * the last `len` rows the model reports (a model may feed more, e.g. a re-encoded prefix).
+ */
+function keepRows(
+  into: Map<string, { values: Float32Array; width: number }>, name: string, values: Float32Array, width: number, p: PromptPrefill, T: number,
+): void {
+  let t = into.get(name);
+  if (!t) into.set(name, (t = { values: new Float32Array(T * width), width }));
+  const start = p.done, len = Math.min(p.chunk, T - start);
+  t.values.set(values.subarray(values.length - len * width), start * width);
 }
 
 export function writeTrace(path: string, r: TraceResult, V: number, extra: Record<string, Tensor> = {}): void {
@@ -66,6 +89,7 @@ export function writeTrace(path: string, r: TraceResult, V: number, extra: Recor
     t.greedy_ids = Tensor.fromI32(r.greedyIds);
     t.greedy_logits = Tensor.fromF32(r.greedyLogits, [r.greedyIds.length, V]);
   }
+  for (const [name, h] of r.hiddenStates ?? []) t[name] = Tensor.fromF32(h.values, [r.inputIds.length, h.width]);
   writeSafetensors(path, { ...t, ...extra }, { format: 'mlxcel-trace' });
 }
 

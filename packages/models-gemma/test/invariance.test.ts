@@ -36,6 +36,21 @@ describe.each(CASES)('%s', (name) => {
     expect(maxAbsDiff(chunked(model, ids, [5, 9, 10]), reference)).toBeLessThanOrEqual(TOL);
   });
 
+  it('a forked state continues exactly like the original and independently of it (sliding caches included)', () => {
+    const k = 10, V = model.vocabSize, T = ids.length;
+    const state = model.newState();
+    model.forward([{ ids: ids.subarray(0, k), state }]);
+    const fork = state.fork!();
+    const other = state.fork!();
+    expect(fork.offset).toBe(k);
+    // A different continuation on one fork must not reach the others.
+    model.forward([{ ids: ids.subarray(0, 3), state: other }]);
+    const fromFork = model.forward([{ ids: ids.subarray(k), state: fork }])[0]!;
+    const fromOriginal = model.forward([{ ids: ids.subarray(k), state }])[0]!;
+    expect(maxAbsDiff(fromFork, reference.subarray(k * V, T * V))).toBeLessThanOrEqual(TOL);
+    expect(maxAbsDiff(fromOriginal, reference.subarray(k * V, T * V))).toBeLessThanOrEqual(TOL);
+  });
+
   it('a batch of two prompts == each alone (prefill, then a decode step at different offsets)', () => {
     const a = ids, b = ids.slice(3, 16).reverse();
     const sa = model.newState(), sb = model.newState();

@@ -1,6 +1,6 @@
 /**
  * The multimodal hook: `embeddingOverrides` rows replace scaled text embeddings and are not scaled
- * themselves; their per-layer-input token component uses id 0 (gemma3n.md §12, gemma4.md §13); a
+ * themselves; their per-layer-input token component uses id 0 (docs/architecture/gemma3n.md §12, docs/architecture/gemma4.md §13); a
  * precomputed per-layer-input tensor (`perLayerInputs`) is aligned to the call's rows (§13).
  */
 import { describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * The KV-shared RoPE-offset bug (gemma3n.md §10): a KV-shared layer must rotate its queries at
+ * The KV-shared RoPE-offset bug (docs/architecture/gemma3n.md §10): a KV-shared layer must rotate its queries at
  * p0 + i with p0 read once before the layer loop. mlx-lm / mlx-vlm read the owner cache's offset
  * inside the shared layer, after the owner already advanced by this forward's L tokens. The model can
  * be loaded in that (wrong) mode, `sharedQueryOffset: 'owner-cache'`, and this file shows that the

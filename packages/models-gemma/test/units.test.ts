@@ -5,7 +5,7 @@ import { gaussianTopK } from '../src/common/mlp.js';
 import { loadFixture, maxAbsDiff } from './helpers.js';
 
 describe('normalQuantile', () => {
-  it('Φ⁻¹(0.95) = 1.6448536269514722 (gemma3n.md §7.3), symmetric, and exact at the center', () => {
+  it('Φ⁻¹(0.95) = 1.6448536269514722 (docs/architecture/gemma3n.md §7.3), symmetric, and exact at the center', () => {
     expect(Math.abs(normalQuantile(0.95) - 1.6448536269514722)).toBeLessThan(1e-13);
     expect(Math.abs(normalQuantile(0.05) + 1.6448536269514722)).toBeLessThan(1e-13);
     expect(Math.abs(normalQuantile(0.975) - 1.959963984540054)).toBeLessThan(1e-13);
@@ -39,6 +39,20 @@ describe('forward input checks', () => {
     const s = model.newState();
     expect(() => model.forward([{ ids, state: s }, { ids, state: s }])).toThrow(/reuses the state/);
     expect(() => model.forward([{ ids: Int32Array.of(2, 512), state: model.newState() }])).toThrow(/token id 512/);
+  });
+  it('the same checks and codes as every family (models-core checkBatch), max_position_embeddings included', () => {
+    const codeOf = (fn: () => unknown) => {
+      try { fn(); } catch (e) { return (e as { code: string }).code; }
+      return 'no error';
+    };
+    expect(codeOf(() => model.forward([]))).toBe('E_INPUT');
+    expect(codeOf(() => model.forward([{ ids: Int32Array.of(2, 512), state: model.newState() }]))).toBe('E_INPUT');
+    const s = model.newState();
+    expect(codeOf(() => model.forward([{ ids, state: s }, { ids, state: s }]))).toBe('E_STATE');
+    const tooLong = new Int32Array(model.maxContext + 1).fill(2);
+    const fresh = model.newState();
+    expect(codeOf(() => model.forward([{ ids: tooLong, state: fresh }]))).toBe('E_CONTEXT');
+    expect(fresh.offset).toBe(0); // rejected before any cache was touched
   });
   it("logits: 'last' returns the final row of 'all'", () => {
     const all = model.forward([{ ids, state: model.newState() }])[0]!;

@@ -10,10 +10,10 @@ import { phimoeArchitecture } from './phimoe/index.js';
 export * from './phi3/index.js';
 export * from './phi3small/index.js';
 export * from './phimoe/index.js';
-export { PhiConfigError, type PhiConfigErrorCode } from './common/errors.js';
+export { ModelConfigError, type ConfigErrorCode } from '@mlxcel/models-core';
 export { convertPhiCheckpoint, stackPhiMoEExperts, type ConvertOptions, type Converted } from './convert.js';
 export { PhiSequence } from './common/sequence.js';
-export type { PhiForwardInput } from './common/batch.js';
-export { withQuantization, configDType, type RandomWeightOptions, type FloatDType } from './common/random.js';
+export type { PhiForwardInput, PhiLayout, PhiRun } from './common/batch.js';
+export { withQuantization, configDType, type RandomWeightOptions, type FloatDType } from '@mlxcel/models-core';
 
 export const architectures: ArchitectureDef[] = [phi3Architecture, phimoeArchitecture, phi3smallArchitecture];

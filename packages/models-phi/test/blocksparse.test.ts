@@ -1,4 +1,4 @@
-/** The Phi-3-small block-sparse visibility rule (phi3small.md §4.3) and its mask builder. */
+/** The Phi-3-small block-sparse visibility rule (docs/architecture/phi3small.md §4.3) and its mask builder. */
 import { describe, expect, it } from 'vitest';
 import { blockSparseMask, blockSparseVisible, type BlockSparseSpec } from '../src/index.js';
 

@@ -1,18 +1,18 @@
 /** Unsupported or inconsistent configs fail at parse/load with an error naming the key (issue 6). */
 import { describe, expect, it } from 'vitest';
-import { PhiConfigError, isDenseLayer, parsePhi3Config, parsePhi3SmallConfig, parsePhiMoEConfig } from '../src/index.js';
+import { ModelConfigError, isDenseLayer, parsePhi3Config, parsePhi3SmallConfig, parsePhiMoEConfig } from '../src/index.js';
 import { fixture } from './helpers.js';
 
 const phi3 = fixture('phi3-tiny-short').config;
 const moe = fixture('phimoe-tiny').config;
 const small = fixture('phi3small-tiny').config;
 
-function errorOf(fn: () => unknown): PhiConfigError {
+function errorOf(fn: () => unknown): ModelConfigError {
   try {
     fn();
   } catch (e) {
-    expect(e).toBeInstanceOf(PhiConfigError);
-    return e as PhiConfigError;
+    expect(e).toBeInstanceOf(ModelConfigError);
+    return e as ModelConfigError;
   }
   throw new Error('expected an error');
 }

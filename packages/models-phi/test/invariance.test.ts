@@ -4,7 +4,7 @@
  *
  * LongRoPE: a prompt longer than L₀ is long from the first token in a single pass, but token-by-token
  * (or chunk-by-chunk) without a length hint it is short until the crossing and re-encoded there
- * (phi3.md §4.4). So rows before the crossing are compared only when the `totalLength` hint is given;
+ * (docs/architecture/phi3.md §4.4). So rows before the crossing are compared only when the `totalLength` hint is given;
  * rows from the crossing on must match in both cases.
  */
 import { describe, expect, it } from 'vitest';
@@ -56,6 +56,22 @@ describe.each(CASES)('%s', (name) => {
     expect(maxAbsDiff(rows(c, V, from, T), rows(full, V, from, T))).toBeLessThanOrEqual(TOL);
     if (from > 0) expect(maxAbsDiff(rows(c, V, 0, from), rows(full, V, 0, from))).toBeGreaterThan(1e-2);
     expect(maxAbsDiff(chunkedLogits(model, prompt, chunk, { totalLength: T }), full)).toBeLessThanOrEqual(TOL);
+  });
+
+  it('a forked state continues exactly like the original and independently of it', () => {
+    const k = Math.min(10, T - 2);
+    const hint = { totalLength: T };
+    const state = model.newState();
+    model.forward([{ ids: prompt.subarray(0, k), state, ...hint }]);
+    const fork = state.fork!();
+    const other = state.fork!();
+    expect(fork.offset).toBe(k);
+    // A different continuation on one fork must not reach the others.
+    model.forward([{ ids: prompt.subarray(0, 3), state: other, ...hint }]);
+    const fromFork = model.forward([{ ids: prompt.subarray(k), state: fork, ...hint }])[0]!;
+    const fromOriginal = model.forward([{ ids: prompt.subarray(k), state, ...hint }])[0]!;
+    expect(maxAbsDiff(fromFork, rows(full, V, k, T))).toBeLessThanOrEqual(TOL);
+    expect(maxAbsDiff(fromOriginal, rows(full, V, k, T))).toBeLessThanOrEqual(TOL);
   });
 
   it('a batch of two different prompts == each alone (prefill, then a batched decode step)', () => {

@@ -48,7 +48,7 @@ describe.each(['phimoe-tiny', 'phimoe-tiny-q4-mlx'])('%s', (name) => {
         if (s > 1 + 1e-3) above1++;
       }
     }
-    // Renormalised top-2 softmax would always sum to 1; sparsemixer often exceeds it (phimoe.md §5).
+    // Renormalised top-2 softmax would always sum to 1; sparsemixer often exceeds it (docs/architecture/phimoe.md §5).
     expect(above1).toBeGreaterThan(0);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Gemma 4 router (spec gemma4.md §9). It reads the post-attention residual h itself (NOT the
+ * Gemma 4 router (spec docs/architecture/gemma4.md §9). It reads the post-attention residual h itself (NOT the
  * pre_feedforward_layernorm_2 output the experts read):
  *   z      = (RMS0(h) ⊙ router.scale) · H^−0.5          RMS0 = RMSNorm without weight, eps = rms_norm_eps
  *   logits = z · router.proj.weightᵀ                      [T, E]

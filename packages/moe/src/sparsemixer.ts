@@ -1,5 +1,5 @@
 /**
- * PhiMoE "sparsemixer" routing, inference path (HF transformers `sparsemixer`; spec phimoe.md §5).
+ * PhiMoE "sparsemixer" routing, inference path (HF transformers `sparsemixer`; spec docs/architecture/phimoe.md §5).
  *
  * For one token with router logits s ∈ R^E and threshold τ = 2·ε (ε = router_jitter_noise), round r
  * (r = 1..k) with C_r = experts not yet chosen:

@@ -1,6 +1,6 @@
 // The phimoe-tiny and phimoe-tiny-q4-mlx fixtures' recorded routing (`routing_experts`, `routing_weights` per layer), reproduced
 // from the fixture weights: a float64 reference of the PhiMoE layer (LayerNorm with bias, biased q/k/v/o,
-// LongRoPE with explicit mscale, causal GQA attention; spec phimoe.md §4, §7) produces the router logits,
+// LongRoPE with explicit mscale, causal GQA attention; spec docs/architecture/phimoe.md §4, §7) produces the router logits,
 // sparsemixer routes them, and for layer 1 the residual includes layer 0's MoE output computed by this
 // package's SwitchGLU with those (un-renormalised) weights.
 import { readFileSync } from 'node:fs';

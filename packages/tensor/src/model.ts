@@ -12,6 +12,11 @@ export interface SequenceState {
   trim(n: number): number;
   /** Bytes of KV state held. */
   readonly nbytes: number;
+  /**
+   * An independent copy: same tokens, its own KV storage. Several continuations of one prompt (a
+   * server's `n` choices) then share a single prefill. Optional: a state without it cannot be forked.
+   */
+  fork?(): SequenceState;
 }
 
 export interface StateOptions {
@@ -36,6 +41,12 @@ export interface ForwardInput {
 export interface ForwardOptions {
   /** 'all' (default) returns [T, vocab] per sequence; 'last' returns only the final row [1, vocab]. */
   logits?: 'all' | 'last';
+  /**
+   * Receives each named intermediate over all rows of the batch: `embeddings` and `hidden_states.<layer>`
+   * (the residual stream after layer `layer`, 0-based), each [rows, width] (`mlxcel trace --dump-layers`).
+   * The values are the model's own buffers: copy what you keep.
+   */
+  onHiddenState?: (name: string, values: Float32Array, width: number) => void;
 }
 
 export interface LanguageModel {

@@ -1,6 +1,6 @@
 /**
  * The conformer's chunked local self-attention with relative positions, in its banded form
- * (audio.md §5.3): for query t, keys s inside the model's window (LocalWindow), valid, inside [0, T);
+ * (docs/architecture/audio.md §5.3): for query t, keys s inside the model's window (LocalWindow), valid, inside [0, T);
  * logit = q_t.k_s + q_t.E[t - s], soft-capped, softmax. The blocked reference (chunks of 12 with a
  * 24-frame context and a "relative shift") admits exactly these keys with exactly these terms, so the
  * band is the same function at a fraction of the cost (<= 13 keys per query instead of 24).

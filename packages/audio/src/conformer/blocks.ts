@@ -1,5 +1,5 @@
 /**
- * The conformer's macaron feed-forward and light convolution modules (audio.md §3.3, §3.5, §4.3);
+ * The conformer's macaron feed-forward and light convolution modules (docs/architecture/audio.md §3.3, §3.5, §4.3);
  * both models share the formulas and differ only in their projections (plain or clippable) and in
  * the clamp bound. All norms are full-scale RMSNorms.
  */

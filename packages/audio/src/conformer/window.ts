@@ -2,7 +2,7 @@
  * Which keys a query may see in the conformer's chunked local attention, as an inclusive band of
  * distances dist = t - s (query frame t, key frame s): maxFuture >= s - t and t - s <= maxPast.
  *
- * The rule is a property of each model, not a constant (audio.md §5): Gemma 3n keeps the original
+ * The rule is a property of each model, not a constant (docs/architecture/audio.md §5): Gemma 3n keeps the original
  * inclusive construction (0 <= dist <= 12, 13 keys); Gemma 4 uses HF's corrected
  * sliding_window_mask_function((context_left - 1, context_right)), which admits 0 <= dist < 12 and
  * never dist == -context_right (12 keys). mlx-vlm's first Gemma 4 port reused the 3n construction.

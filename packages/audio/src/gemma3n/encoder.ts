@@ -1,5 +1,5 @@
 /**
- * Gemma 3n audio encoder (HF Gemma3nAudioEncoder, audio.md §3): subsampler, input projection,
+ * Gemma 3n audio encoder (HF Gemma3nAudioEncoder, docs/architecture/audio.md §3): subsampler, input projection,
  * conformer blocks with the inclusive local window (0 <= t - s <= 12), stride-`reduction` frame
  * reduction; and the multimodal embedder (soft path for encoder frames, hard path for audio token ids).
  */
@@ -121,7 +121,7 @@ export class Gemma3nAudioEncoder {
 
 /**
  * Gemma 3n `embed_audio` (Gemma3nMultimodalEmbedder): soft rows RMS0(W . softNorm(a)); hard token rows
- * RMS0(W . hardNorm(embedding[id - vocabOffset])). Neither is scaled by sqrt(H) (gemma3n.md §12).
+ * RMS0(W . hardNorm(embedding[id - vocabOffset])). Neither is scaled by sqrt(H) (docs/architecture/gemma3n.md §12).
  */
 export class Gemma3nAudioEmbedder {
   constructor(

@@ -1,5 +1,5 @@
 /**
- * Gemma 3n's sub-sample conv projection (audio.md §3.1): per block a Conv2d with "reverse causal"
+ * Gemma 3n's sub-sample conv projection (docs/architecture/audio.md §3.1): per block a Conv2d with "reverse causal"
  * time padding (0 before, kh - 1 after), frequency padding (1, 1), then a cumulative group norm over
  * the (frequency, channel) plane that is causal in time, then ReLU. The padding mask is ignored here
  * (as in the reference), so the last valid frames see the padded mel frames after them.

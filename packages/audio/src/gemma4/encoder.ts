@@ -1,5 +1,5 @@
 /**
- * Gemma 4 audio encoder (HF Gemma4AudioModel, audio.md §4): two Conv2d/LayerNorm/ReLU subsampling
+ * Gemma 4 audio encoder (HF Gemma4AudioModel, docs/architecture/audio.md §4): two Conv2d/LayerNorm/ReLU subsampling
  * blocks, input projection, conformer layers with the corrected local mask, output projection into
  * output_proj_dims; and the embedder into the text space (RMS0 then embedding_projection).
  */

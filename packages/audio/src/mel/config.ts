@@ -1,5 +1,5 @@
 /**
- * Log-mel front-end settings of the two Gemma audio models (audio.md §2.1). The defaults are the HF
+ * Log-mel front-end settings of the two Gemma audio models (docs/architecture/audio.md §2.1). The defaults are the HF
  * extractors'; a checkpoint's preprocessor_config.json overrides them key by key.
  */
 import { MlxcelError } from '@mlxcel/tensor';

@@ -1,5 +1,5 @@
 /**
- * Waveform -> log-mel features + frame validity mask (audio.md §2.2). Padding, framing and the mask
+ * Waveform -> log-mel features + frame validity mask (docs/architecture/audio.md §2.2). Padding, framing and the mask
  * are here; the per-frame FFT, mel projection and log run in the native `logMel` kernel.
  */
 import * as native from '@mlxcel/core-native';

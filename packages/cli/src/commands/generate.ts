@@ -40,7 +40,7 @@ export function registerGenerate(program: Command): void {
     applyMatmulPrecision(o);
     const demo = Boolean(o.demo && !o.model);
     // The random-weight demo prints meaningless text: keep it short unless asked otherwise.
-    if (demo && cmd.getOptionValueSource('maxTokens') === 'default') o.maxTokens = 48;
+    if (demo && o.maxTokens === undefined) o.maxTokens = 48;
     let prompt = o.prompt as string | undefined;
     if (prompt === undefined && o.promptFile) prompt = readFileSync(o.promptFile as string, 'utf8');
     if (prompt === undefined && !process.stdin.isTTY) prompt = await readStdin();

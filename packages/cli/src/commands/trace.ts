@@ -1,7 +1,7 @@
 /**
  * mlxcel trace: the logit trace (fixture-contract tensor names) and `trace compare`.
  *   mlxcel trace --model DIR (--ids 1,2,3 | --ids-file F.safetensors) [--chunk K] [--decode N]
- *                [--kv-cache KIND] --out OUT.safetensors [--waveform F.safetensors]
+ *                [--kv-cache KIND] [--dump-layers] --out OUT.safetensors [--waveform F.safetensors]
  *   mlxcel trace compare A.safetensors B.safetensors [--margin M] [--json]
  */
 import { existsSync } from 'node:fs';
@@ -25,6 +25,7 @@ export function registerTrace(program: Command): void {
     .option('--chunk <k>', 'prefill in chunks of k tokens', int('--chunk', 1))
     .option('--decode <n>', 'greedy continuation length', int('--decode', 1))
     .option('--kv-cache <kind>', 'KV cache storage kind')
+    .option('--dump-layers', 'also write `embeddings` and `hidden_states.<layer>` F32 [T, hidden] of the prompt forward')
     .option('--waveform <file>', 'safetensors with a `waveform` tensor (audio models)')
     .option('-o, --out <file>', 'output .safetensors')
     .option('--margin <m>', 'compare: top-1 margin for a "decided" disagreement', num('--margin', 0), 0.1)
@@ -70,8 +71,12 @@ export function registerTrace(program: Command): void {
       Object.assign(extra, traceAudio(loaded, f.get('waveform').toF32()));
     }
     if (!ids && !o.waveform) throw new UsageError('pass --ids, --ids-file or --waveform');
+    if (o.dumpLayers && !ids) throw new UsageError('--dump-layers needs prompt ids (--ids or --ids-file)');
     if (ids) {
-      const r = traceModel(loaded.model, ids, { chunk: o.chunk as number | undefined, decode: o.decode as number | undefined, kvCache: o.kvCache as string | undefined });
+      const r = traceModel(loaded.model, ids, {
+        chunk: o.chunk as number | undefined, decode: o.decode as number | undefined, kvCache: o.kvCache as string | undefined,
+        dumpLayers: o.dumpLayers === true,
+      });
       writeTrace(o.out as string, r, loaded.model.vocabSize, extra);
     } else {
       writeSafetensors(o.out as string, extra, { format: 'mlxcel-trace' });

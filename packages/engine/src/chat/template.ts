@@ -22,7 +22,7 @@ export interface RenderChatOptions {
 /**
  * A compiled Hugging Face chat template. Rendering uses `@huggingface/jinja`, which matches
  * Python jinja2 as transformers configures it (trim_blocks, lstrip_blocks,
- * `raise_exception`, `strftime_now`); see shared/research/tokenizers.md.
+ * `raise_exception`, `strftime_now`); see docs/architecture/tokenizers.md.
  */
 export class ChatTemplate {
   readonly template: string;

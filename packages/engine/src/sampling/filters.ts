@@ -1,5 +1,5 @@
 /**
- * The filters of formats.md (e) step 4, on log-probabilities ℓ (untempered, normalised).
+ * The filters of docs/architecture/formats.md (e) step 4, on log-probabilities ℓ (untempered, normalised).
  *
  * Instead of writing −∞ into a vocab-sized array, the surviving tokens are tracked as a
  * candidate list: `all` (every finite entry of ℓ survives) or `idx[0..n)`. Filters only

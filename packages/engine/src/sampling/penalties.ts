@@ -1,5 +1,5 @@
 /**
- * Logits processors of formats.md (e) step 1b–1d, applied in place to the logits `z`.
+ * Logits processors of docs/architecture/formats.md (e) step 1b–1d, applied in place to the logits `z`.
  * The history is the caller's token list (this engine: prompt + generated tokens, as HF);
  * each penalty looks at the last `window` tokens of it, or all of it when `window` is
  * undefined. Ids outside [0, z.length) are ignored.

@@ -51,7 +51,7 @@ export interface SampleResult {
 }
 
 /**
- * Picks the next token from a row of logits, exactly in the order of formats.md (e),
+ * Picks the next token from a row of logits, exactly in the order of docs/architecture/formats.md (e),
  * which is mlx-lm's order:
  *
  * 0. suppressed ids → −∞ (so they are excluded from penalties, logprobs, greedy and sampling);

@@ -22,7 +22,7 @@ export interface HfTokenizerOptions {
 /**
  * A tokenizer.json tokenizer backed by `@huggingface/tokenizers` (pure TS; measured
  * identical to the Rust `tokenizers` binding on Gemma and Llama files, see
- * shared/research/tokenizers.md). This wrapper adds what the library gets wrong or
+ * docs/architecture/tokenizers.md). This wrapper adds what the library gets wrong or
  * leaves out: `decode([])` returns "" (the library throws), unknown ids are dropped
  * (as Rust does), `add_bos_token` / `add_eos_token` from tokenizer_config.json are
  * honoured (as transformers' Llama/Gemma fast tokenizers do), and no

@@ -10,7 +10,7 @@ export const PHI3_SMALL_VOCAB_SIZE = 100352;
  * Phi-3-small's special-token table. It is hard-coded in the checkpoint's
  * `tokenization_phi3_small.py` (not stored in any JSON file), so it is embedded here:
  * cl100k_base's specials, the chat tokens, and `<|dummy_id_N|>` fillers that pad the
- * vocabulary to 100352 ids (see shared/specs/phi3small.md §6–7).
+ * vocabulary to 100352 ids (see docs/architecture/phi3small.md §6–7).
  */
 export function phi3SmallSpecialTokens(): Record<string, number> {
   const table: Record<string, number> = {

@@ -1,21 +1,23 @@
 /**
- * Gemma 3n / Gemma 4 self-attention (gemma3n.md §8, gemma4.md §6):
+ * Gemma 3n / Gemma 4 self-attention (huggingface/transformers `models/gemma3n/modeling_gemma3n.py`
+ * `Gemma3nTextAttention.forward`, `models/gemma4/modeling_gemma4.py` `Gemma4TextAttention.forward`;
+ * docs/architecture/gemma3n.md §8):
  *   q = RoPE(q_norm(q_proj x)), k = RoPE(k_norm(k_proj x)), v = RMS0(v_proj x)  (per head, over head_dim)
  *   scores = q·kᵀ with scale 1.0, no softcap, softmax in f32, GQA; sliding layers see `window` keys.
  * With `attention_k_eq_v` (Gemma 4 full layers) there is no v_proj and v = RMS0(k_proj x), the raw key
- * projection before k_norm and RoPE (gemma4.md §6.3). KV-shared layers project only q and read the
- * source layer's cache (SharedCache) after the source's update in this same forward.
+ * projection before k_norm and RoPE. KV-shared layers project only q and read the source layer's cache
+ * (SharedCache) after the source's update in this same forward.
  */
-import type { LayerCache } from '@mlxcel/cache';
+import { attendBatch, type AttentionGeometry } from '@mlxcel/models-core';
 import type { RopeTable } from '@mlxcel/rope';
 import { ops, type Linear, type RMSNorm } from '@mlxcel/tensor';
-import type { BatchLayout } from './batch.js';
+import type { GemmaLayout } from './batch.js';
 
 /**
  * Where a KV-shared layer's query positions come from. 'forward-start' (correct, HF): p0 + i with p0
- * read once before the layer loop. 'owner-cache' reproduces the mlx-lm / mlx-vlm Gemma 3n bug
- * (gemma3n.md §10: the owner's offset, already advanced by this forward); it exists only so the
- * invariance tests can show that they catch it. Never use it otherwise.
+ * read once before the layer loop. 'owner-cache' reproduces the mlx-lm / mlx-vlm Gemma 3n bug (the
+ * owner's offset, already advanced by this forward; docs/architecture/gemma3n.md §10); it
+ * exists only so the invariance tests can show that they catch it. Never use it otherwise.
  */
 export type SharedQueryOffset = 'forward-start' | 'owner-cache';
 
@@ -25,77 +27,64 @@ export interface GemmaLoadOptions {
   sharedQueryOffset?: SharedQueryOffset;
 }
 
-export interface AttentionGeometry {
-  nHeads: number;
-  nKvHeads: number;
-  headDim: number;
-  /** Sliding window in keys (including self); 0 = full attention. */
-  window: number;
-  eps: number;
-}
+/** Gemma geometry: scale 1 and the RMSNorm eps of q_norm / k_norm / the scale-free v norm. */
+export type GemmaAttentionGeometry = AttentionGeometry & { eps: number };
 
 export interface AttentionWeights {
+  /** [nHeads·D, H] */
   q: Linear;
+  /** [H, nHeads·D] */
   o: Linear;
+  /** [D] */
   qNorm: RMSNorm;
-  /** Absent on KV-shared layers. */
+  /** [nKvHeads·D, H]; absent on KV-shared layers. */
   k: Linear | null;
+  /** [D] */
   kNorm: RMSNorm | null;
-  /** Null with attention_k_eq_v (V from the K projection) and on KV-shared layers. */
+  /** [nKvHeads·D, H]; null with attention_k_eq_v (V from the K projection) and on KV-shared layers. */
   v: Linear | null;
 }
 
 export class GemmaAttention {
   constructor(
-    readonly geo: AttentionGeometry,
+    readonly geo: GemmaAttentionGeometry,
     readonly w: AttentionWeights,
     readonly rope: RopeTable,
+    /** This layer's index: its cache in every sequence state (a SharedCache on KV-shared layers). */
+    readonly layer: number,
     /** True when this layer reads another layer's KV. */
     readonly shared: boolean,
     readonly sharedQueryOffset: SharedQueryOffset = 'forward-start',
   ) {}
 
-  /** xn [N, H] (already input-normed) → [N, H]; `caches[b]` is this layer's cache of sequence b. */
-  forward(xn: Float32Array, batch: BatchLayout, caches: readonly LayerCache[]): Float32Array {
-    const { nHeads, nKvHeads, headDim, window, eps } = this.geo;
-    const N = batch.n;
-    const q = this.w.q.forward(xn, N);
+  /** xn [N, H] (already input-normed) → [N, H]. */
+  forward(xn: Float32Array, b: GemmaLayout): Float32Array {
+    const { nHeads, nKvHeads, headDim, eps } = this.geo;
+    const N = b.n;
+    const q = this.w.q.forward(xn, N); // [N, nHeads·D]
     ops.rmsNorm(q, headDim, this.w.qNorm.weight, eps, false, q);
-    if (this.shared && this.sharedQueryOffset === 'owner-cache') this.ropeFromOwner(q, batch, caches);
-    else this.rope.apply(q, N, nHeads, headDim, batch.positions);
+    if (this.shared && this.sharedQueryOffset === 'owner-cache') this.ropeFromOwner(q, b);
+    else this.rope.apply(q, N, nHeads, headDim, b.positions);
 
-    let k: Float32Array | null = null, v: Float32Array | null = null;
+    let k: Float32Array | null = null, v: Float32Array | null = null; // [N, nKvHeads·D]
     if (!this.shared) {
       const kRaw = this.w.k!.forward(xn, N);
       // V first: with k_eq_v it is the scale-free norm of the raw K projection (before k_norm / RoPE).
       v = ops.rmsNorm(this.w.v ? this.w.v.forward(xn, N) : kRaw, headDim, null, eps);
       k = ops.rmsNorm(kRaw, headDim, this.w.kNorm!.weight, eps, false, kRaw);
-      this.rope.apply(k, N, nKvHeads, headDim, batch.positions);
+      this.rope.apply(k, N, nKvHeads, headDim, b.positions);
     }
-
-    const qw = nHeads * headDim, kw = nKvHeads * headDim;
-    const attn = new Float32Array(N * qw);
-    batch.seqs.forEach((s, b) => {
-      const cache = caches[b]!;
-      const r0 = s.start, r1 = s.start + s.len;
-      if (k && v) cache.update(k.subarray(r0 * kw, r1 * kw), v.subarray(r0 * kw, r1 * kw), s.len);
-      const out = cache.attend(q.subarray(r0 * qw, r1 * qw), s.len, nHeads, batch.positions.subarray(r0, r1), {
-        scale: 1.0,
-        window: window || undefined,
-        causal: true,
-      });
-      attn.set(out, r0 * qw);
-    });
+    const attn = attendBatch(q, k, v, b, (s) => s.state.caches[this.layer]!, this.geo); // [N, nHeads·D]
     return this.w.o.forward(attn, N);
   }
 
   /** The upstream bug (see SharedQueryOffset): positions from the owner cache's post-update offset. */
-  private ropeFromOwner(q: Float32Array, batch: BatchLayout, caches: readonly LayerCache[]): void {
-    const pos = new Int32Array(batch.n);
-    batch.seqs.forEach((s, b) => {
-      const off = caches[b]!.offset;
+  private ropeFromOwner(q: Float32Array, b: GemmaLayout): void {
+    const pos = new Int32Array(b.n);
+    for (const s of b.seqs) {
+      const off = s.state.caches[this.layer]!.offset;
       for (let t = 0; t < s.len; t++) pos[s.start + t] = off + t;
-    });
-    this.rope.apply(q, batch.n, this.geo.nHeads, this.geo.headDim, pos);
+    }
+    this.rope.apply(q, b.n, this.geo.nHeads, this.geo.headDim, pos);
   }
 }

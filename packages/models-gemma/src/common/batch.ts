@@ -1,12 +1,12 @@
 /**
- * The row layout of one forward call over a batch of sequences: the new tokens of every sequence
- * are concatenated (sequence-major) so projections and MLPs run once over all rows; attention then
- * runs per sequence on its slice of rows with its own caches.
+ * The Gemma forward input (the multimodal and padded-prefill hooks) and the row layout of one call:
+ * every sequence feeds its new ids from its current offset (models-core `checkBatch` / `layoutRows`).
  */
-import { MlxcelError, type ForwardInput } from '@mlxcel/tensor';
+import { checkBatch, layoutRows, type BatchLayout, type SeqFeed, type SeqRows } from '@mlxcel/models-core';
+import type { ForwardInput } from '@mlxcel/tensor';
 import type { GemmaState } from './state.js';
 
-/** Extra, optional members of a Gemma forward input (the multimodal and padded-prefill hooks). */
+/** Extra, optional members of a Gemma forward input. */
 export interface GemmaForwardInput extends Omit<ForwardInput, 'ids'> {
   /** New token ids (rank 1). A plain array is accepted too. */
   ids: Int32Array | readonly number[];
@@ -14,57 +14,22 @@ export interface GemmaForwardInput extends Omit<ForwardInput, 'ids'> {
    * Precomputed per-layer-input token component [rows, num_hidden_layers · hidden_size_per_layer_input]
    * (already multiplied by sqrt(P)), as a multimodal front-end computes it next to the embeddings.
    * Row 0 belongs to absolute position `firstPosition` (default: this sequence's offset at this call).
-   * It is aligned to this call's rows (gemma3n.md §13): rows past its end are zero (a padded prefill),
-   * extra rows are ignored (a chunk of a longer prompt), and with an exact match it is used as is.
+   * It is aligned to this call's rows (docs/architecture/gemma3n.md §13): rows past its end
+   * are zero (a padded prefill), extra rows are ignored (a chunk of a longer prompt), and with an exact
+   * match it is used as is.
    */
   perLayerInputs?: { values: Float32Array; rows: number; firstPosition?: number };
 }
 
-export interface SeqSlice {
-  /** First row of this sequence in the concatenated batch. */
-  start: number;
-  len: number;
-  /** Tokens already in the sequence before this call, read once before the layer loop. */
-  p0: number;
-  state: GemmaState;
-  input: GemmaForwardInput;
-}
+export type GemmaSeqRows = SeqRows<SeqFeed<GemmaState, GemmaForwardInput>>;
+export type GemmaLayout = BatchLayout<GemmaSeqRows>;
 
-export interface BatchLayout {
-  /** Total rows. */
-  n: number;
-  ids: Int32Array;
-  /** Absolute position of every row: p0 of its sequence + index within the sequence. */
-  positions: Int32Array;
-  seqs: SeqSlice[];
-}
-
-export function layoutBatch(batch: readonly GemmaForwardInput[], isState: (s: unknown) => s is GemmaState): BatchLayout {
-  if (!Array.isArray(batch) || batch.length === 0) throw new MlxcelError('E_INPUT', 'forward: the batch is empty');
-  const idLists = batch.map((b, i) => {
-    if (!isState(b.state)) throw new MlxcelError('E_INPUT', `forward: batch[${i}].state was not created by this model's newState()`);
-    const ids = b.ids instanceof Int32Array ? b.ids : Int32Array.from(b.ids ?? []);
-    if (ids.length === 0) throw new MlxcelError('E_INPUT', `forward: batch[${i}].ids is empty`);
-    return ids;
-  });
-  const states = new Set<unknown>();
-  for (const [i, b] of batch.entries()) {
-    if (states.has(b.state)) throw new MlxcelError('E_INPUT', `forward: batch[${i}] reuses the state of an earlier sequence`);
-    states.add(b.state);
-  }
-  const n = idLists.reduce((s, x) => s + x.length, 0);
-  const ids = new Int32Array(n);
-  const positions = new Int32Array(n);
-  const seqs: SeqSlice[] = [];
-  let r = 0;
-  batch.forEach((b, i) => {
-    const list = idLists[i]!;
-    const state = b.state as GemmaState;
-    const p0 = state.offset; // THE read of the step's starting offset (gemma3n.md §10)
-    ids.set(list, r);
-    for (let t = 0; t < list.length; t++) positions[r + t] = p0 + t;
-    seqs.push({ start: r, len: list.length, p0, state, input: b });
-    r += list.length;
-  });
-  return { n, ids, positions, seqs };
+export function layoutGemmaBatch(
+  batch: readonly GemmaForwardInput[],
+  ctx: { family: string; vocabSize: number; maxContext: number; isState: (s: unknown) => s is GemmaState },
+): GemmaLayout {
+  const checked = checkBatch(batch as readonly ForwardInput[], { ...ctx, acceptsEmbeddingOverrides: true });
+  // p0 = the state's offset, read ONCE here before the layer loop: KV-shared layers must not read the
+  // owner cache's offset, which the owner's update has already advanced (docs/architecture/gemma3n.md §10).
+  return layoutRows(checked.map((c) => ({ state: c.state, input: c.input as GemmaForwardInput, fed: c.ids, p0: c.state.offset, newLen: c.ids.length })));
 }

@@ -1,17 +1,15 @@
 /**
- * Token embeddings and the multimodal hook. e_i = embed_tokens[id_i] · sqrt(H), with sqrt(H) exact
- * in f32 (engine policy, gemma-common.md §6); rows listed in `embeddingOverrides` are then replaced by
- * the front-end's values, which are NOT scaled (gemma3n.md §12, gemma4.md §13).
+ * Token embeddings and the multimodal hook. e_i = embed_tokens[id_i] · sqrt(H) (HF
+ * `Gemma3nTextScaledWordEmbedding`), with sqrt(H) rounded once to f32 (docs/architecture/gemma-common.md §6);
+ * rows listed in `embeddingOverrides` are then replaced by the front-end's values, which
+ * are NOT scaled. Token ids were range-checked by models-core `checkBatch`.
  */
 import { MlxcelError, ops, type Embedding } from '@mlxcel/tensor';
-import type { BatchLayout } from './batch.js';
+import type { GemmaLayout } from './batch.js';
 
-export function embedBatch(table: Embedding, batch: BatchLayout): Float32Array {
-  const H = table.dim, V = table.numEmbeddings;
-  for (let r = 0; r < batch.n; r++) {
-    const id = batch.ids[r]!;
-    if (!(id >= 0 && id < V)) throw new MlxcelError('E_INPUT', `forward: token id ${id} is outside the vocabulary [0, ${V})`);
-  }
+/** [N, H] scaled embeddings of the batch's rows, overrides applied. */
+export function embedBatch(table: Embedding, batch: GemmaLayout): Float32Array {
+  const H = table.dim;
   const e = table.forward(batch.ids);
   ops.scale(e, Math.fround(Math.sqrt(H)), 0, e);
   batch.seqs.forEach((s, b) => {
@@ -25,25 +23,4 @@ export function embedBatch(table: Embedding, batch: BatchLayout): Float32Array {
     });
   });
   return e;
-}
-
-/**
- * The part of a prompt's embedding overrides that falls in the chunk [start, start + len), with rows
- * re-based to the chunk (for chunked multimodal prefill: overrides index the ids of one forward call).
- */
-export function overridesForChunk(o: { rows: Int32Array; values: Float32Array }, start: number, len: number): { rows: Int32Array; values: Float32Array } | undefined {
-  if (o.rows.length === 0) return undefined;
-  const H = o.values.length / o.rows.length;
-  const keep: number[] = [];
-  o.rows.forEach((r, i) => {
-    if (r >= start && r < start + len) keep.push(i);
-  });
-  if (keep.length === 0) return undefined;
-  const rows = new Int32Array(keep.length);
-  const values = new Float32Array(keep.length * H);
-  keep.forEach((i, j) => {
-    rows[j] = o.rows[i]! - start;
-    values.set(o.values.subarray(i * H, (i + 1) * H), j * H);
-  });
-  return { rows, values };
 }

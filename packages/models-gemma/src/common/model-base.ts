@@ -1,13 +1,12 @@
 /**
- * The LanguageModel skeleton shared by Gemma 3n and Gemma 4: identity fields, the KV cache layout,
- * states, and forward = lay out the batch → the architecture's hidden rows → norm + head (+ soft-cap)
- * → advance each state. Each architecture supplies `hidden` (embedding, per-layer inputs, layers).
+ * What Gemma 3n and Gemma 4 add to models-core's DecoderModel: their sequence state (offset-based,
+ * KV-shared layers reading their source's cache), the row layout from each state's offset, and the
+ * LM head with final_logit_softcapping. Each architecture's model.ts supplies `finalHiddenStates`.
  */
-import type { ForwardOptions, LanguageModel, Linear, RMSNorm, StateOptions } from '@mlxcel/tensor';
-import { layoutBatch, type BatchLayout, type GemmaForwardInput } from './batch.js';
-import { LmHead } from './head.js';
-import type { LayerType } from './layer-types.js';
-import { GemmaState, type CacheLayout } from './state.js';
+import { cacheSpecOf, DecoderModel, LmHead, type AttentionGeometry, type LayerCacheSpec } from '@mlxcel/models-core';
+import type { ForwardInput, ForwardOptions, Linear, RMSNorm, StateOptions } from '@mlxcel/tensor';
+import { layoutGemmaBatch, type GemmaForwardInput, type GemmaLayout } from './batch.js';
+import { GemmaState } from './state.js';
 
 /** The config fields the skeleton reads (both families' parsed configs have them). */
 export interface GemmaBaseConfig {
@@ -17,62 +16,51 @@ export interface GemmaBaseConfig {
   hiddenSize: number;
   maxPositionEmbeddings: number;
   finalLogitSoftcapping: number | null;
-  layerTypes: LayerType[];
-  slidingWindow: number;
   kvSources: number[];
 }
 
-export abstract class GemmaModelBase implements LanguageModel {
-  readonly modelType: string;
-  readonly vocabSize: number;
-  readonly numLayers: number;
-  readonly hiddenSize: number;
-  readonly maxContext: number;
-  readonly prefillChunk = 256;
-  readonly stats: { parameters: number; weightBytes: number };
-  private readonly head: LmHead;
-  private readonly cacheLayout: CacheLayout;
+/** Every Gemma checkpoint prefers 256-token prefill chunks (sliding-window rings stay small). */
+const PREFILL_CHUNK = 256;
+
+export abstract class GemmaModelBase extends DecoderModel<GemmaState, GemmaLayout> {
+  private readonly cacheSpecs: LayerCacheSpec[];
 
   protected constructor(
-    readonly config: Readonly<Record<string, unknown>>,
+    config: Readonly<Record<string, unknown>>,
     cfg: GemmaBaseConfig,
     w: { norm: RMSNorm; head: Linear; tally: { parameters: number; weightBytes: number } },
-    /** KV heads and head dim of every layer. */
-    kv: { nKvHeads: readonly number[]; headDims: readonly number[] },
+    /** The attention geometry of every layer (its KV heads, head dim and window size its cache). */
+    geometry: readonly AttentionGeometry[],
   ) {
-    this.modelType = cfg.modelType;
-    this.vocabSize = cfg.vocabSize;
-    this.numLayers = cfg.numLayers;
-    this.hiddenSize = cfg.hiddenSize;
-    this.maxContext = cfg.maxPositionEmbeddings;
-    this.head = new LmHead(w.norm, w.head, cfg.finalLogitSoftcapping);
-    this.stats = { parameters: w.tally.parameters, weightBytes: w.tally.weightBytes };
-    this.cacheLayout = {
-      types: cfg.layerTypes,
-      nKvHeads: kv.nKvHeads,
-      headDims: kv.headDims,
-      slidingWindow: cfg.slidingWindow,
-      sources: cfg.kvSources,
-    };
+    super(
+      {
+        modelType: cfg.modelType, config, vocabSize: cfg.vocabSize, numLayers: cfg.numLayers, hiddenSize: cfg.hiddenSize,
+        maxContext: cfg.maxPositionEmbeddings, prefillChunk: PREFILL_CHUNK,
+        stats: { parameters: w.tally.parameters, weightBytes: w.tally.weightBytes },
+      },
+      new LmHead(w.norm, w.head, { softcap: cfg.finalLogitSoftcapping }),
+    );
+    this.cacheSpecs = geometry.map((g, l) => cacheSpecOf(g, cfg.kvSources[l]));
   }
-
-  /** Final hidden rows [b.n, hidden] of the batch (before the output norm). */
-  protected abstract hidden(b: BatchLayout): Float32Array;
 
   newState(opts?: StateOptions): GemmaState {
-    return new GemmaState(this.cacheLayout, opts);
+    return new GemmaState(this.cacheSpecs, opts);
   }
 
-  suppressedTokenIds(): Int32Array {
-    return new Int32Array(0);
+  private isState = (s: unknown): s is GemmaState => s instanceof GemmaState && s.specs === this.cacheSpecs;
+
+  /** Gemma inputs may carry plain-array ids, per-layer inputs and embedding overrides. */
+  override forward(batch: GemmaForwardInput[], opts?: ForwardOptions): Float32Array[] {
+    return super.forward(batch as ForwardInput[], opts);
   }
 
-  private isState = (s: unknown): s is GemmaState => s instanceof GemmaState && s.layout === this.cacheLayout;
+  protected layoutBatch(batch: readonly ForwardInput[]): GemmaLayout {
+    return layoutGemmaBatch(batch as readonly GemmaForwardInput[], {
+      family: this.modelType, vocabSize: this.vocabSize, maxContext: this.maxContext, isState: this.isState,
+    });
+  }
 
-  forward(batch: GemmaForwardInput[], opts: ForwardOptions = {}): Float32Array[] {
-    const b = layoutBatch(batch, this.isState);
-    const logits = this.head.forward(this.hidden(b), b, opts.logits ?? 'all');
-    for (const s of b.seqs) s.state.advance(s.len);
-    return logits;
+  protected commit(layout: GemmaLayout): void {
+    for (const s of layout.seqs) s.state.advance(s.len);
   }
 }

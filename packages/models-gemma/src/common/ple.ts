@@ -1,12 +1,13 @@
 /**
- * Per-layer inputs (PLE), Gemma 3n and Gemma 4 E-series (gemma3n.md §5, gemma4.md §5):
+ * Per-layer inputs (PLE), Gemma 3n and Gemma 4 E-series (HF `Gemma3nTextModel.get_per_layer_inputs` /
+ * `project_per_layer_inputs`; docs/architecture/gemma3n.md §5):
  *   tok[i]  = embed_tokens_per_layer[id'_i] · sqrt(P)       id' = id if 0 ≤ id < vocab_size_per_layer_input, else 0;
- *                                                           multimodal (overridden) rows use id 0 (§12 / §13)
+ *                                                           multimodal (overridden) rows use id 0
  *   proj[i] = RMSNorm_{per_layer_projection_norm}( (e_i · W_plmᵀ) · H^−0.5 ) per P-slice, e = final embedding rows
  *   ple[i]  = (proj[i] + tok[i]) · 2^−0.5                   → [N, NL·P]; layer l reads columns [l·P, (l+1)·P)
  */
 import { MlxcelError, ops, type Embedding, type Linear, type RMSNorm } from '@mlxcel/tensor';
-import type { BatchLayout, GemmaForwardInput } from './batch.js';
+import type { GemmaForwardInput, GemmaLayout } from './batch.js';
 
 export interface PleDims {
   numLayers: number;
@@ -17,7 +18,7 @@ export interface PleDims {
 }
 
 /**
- * Aligns a precomputed token component to a call's rows (gemma3n.md §13): rows [skip, skip + L) of
+ * Aligns a precomputed token component to a call's rows (docs/architecture/gemma3n.md §13): rows [skip, skip + L) of
  * `values`, zero rows where `values` ends early (a right-padded prefill), the same array (no copy)
  * when it matches exactly, a zero-copy view when it is longer.
  */
@@ -58,7 +59,7 @@ export class PerLayerInputs {
   }
 
   /** ple [N, NL·P] for the batch; `e` [N, H] is the final (merged, scaled) embedding. */
-  forward(e: Float32Array, batch: BatchLayout): Float32Array {
+  forward(e: Float32Array, batch: GemmaLayout): Float32Array {
     const { hidden, perLayer } = this.dims;
     const W = this.width;
     const tok = new Float32Array(batch.n * W);
@@ -90,7 +91,8 @@ export function splitPerLayer(ple: Float32Array, N: number, numLayers: number, P
 }
 
 /**
- * A layer's per-layer-input injection term (gemma3n.md §7.4, gemma4.md §8):
+ * A layer's per-layer-input injection term (HF `Gemma3nTextDecoderLayer.forward`, the
+ * `per_layer_input_gate` / `per_layer_projection` block):
  * v = RMSNorm(W_proj (gelu_tanh(W_gate x) ⊙ ple_l)), [N, hidden]. Gemma 3n adds it to streams 1..K−1,
  * Gemma 4 to the residual.
  */

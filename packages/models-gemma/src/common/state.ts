@@ -1,40 +1,19 @@
 /**
- * Per-sequence state: one LayerCache per layer. Layers that own KV get a contiguous (full attention)
- * or rotating (sliding window) cache; KV-shared layers get a SharedCache over their source layer's
- * cache, which reads the owner's K/V after the owner's update in the same forward and writes nothing.
+ * Per-sequence state of a Gemma model: one LayerCache per layer (models-core `buildLayerCaches`):
+ * layers that own KV get a contiguous (full attention) or rotating (sliding window) cache; KV-shared
+ * layers a SharedCache over their source layer's cache, which reads the owner's K/V after the
+ * owner's update in the same forward and writes nothing.
  */
-import { createLayerCache, SharedCache, type LayerCache } from '@mlxcel/cache';
+import { adoptLayers, snapshotLayers, type LayerCache } from '@mlxcel/cache';
+import { buildLayerCaches, type LayerCacheSpec } from '@mlxcel/models-core';
 import { MlxcelError, type SequenceState, type StateOptions } from '@mlxcel/tensor';
-import type { LayerType } from './layer-types.js';
-
-/** What the caches of one model look like. */
-export interface CacheLayout {
-  types: readonly LayerType[];
-  /** KV heads and head dim per layer (Gemma 4 full layers differ from sliding ones). */
-  nKvHeads: readonly number[];
-  headDims: readonly number[];
-  slidingWindow: number;
-  /** Layer whose cache each layer reads (itself when it owns one). */
-  sources: readonly number[];
-}
 
 export class GemmaState implements SequenceState {
   readonly caches: LayerCache[];
   private _offset = 0;
 
-  constructor(readonly layout: CacheLayout, opts: StateOptions = {}) {
-    const kind = opts.kvCache ?? 'f32';
-    this.caches = [];
-    layout.types.forEach((t, l) => {
-      const src = layout.sources[l]!;
-      if (src !== l) {
-        this.caches.push(new SharedCache(this.caches[src]!));
-        return;
-      }
-      const nKv = layout.nKvHeads[l]!, hd = layout.headDims[l]!;
-      const window = t === 'sliding_attention' ? layout.slidingWindow : null;
-      this.caches.push(createLayerCache({ nKvHeads: nKv, headDim: hd, window }, kind));
-    });
+  constructor(readonly specs: readonly LayerCacheSpec[], private readonly opts: StateOptions = {}) {
+    this.caches = buildLayerCaches(specs, opts.kvCache);
   }
 
   /** Tokens processed so far (the next token's position). */
@@ -45,6 +24,14 @@ export class GemmaState implements SequenceState {
   /** Called by the model once the whole forward succeeded. */
   advance(n: number): void {
     this._offset += n;
+  }
+
+  /** A deep copy: fresh caches of the same kinds holding a snapshot of these (shared layers re-linked). */
+  fork(): GemmaState {
+    const copy = new GemmaState(this.specs, this.opts);
+    adoptLayers(copy.caches, snapshotLayers(this.caches));
+    copy._offset = this._offset;
+    return copy;
   }
 
   /** Drops the newest n tokens from every owning cache (right-padded prefill finalize, rollback). */

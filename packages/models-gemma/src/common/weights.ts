@@ -1,6 +1,6 @@
 /**
  * Loading the text tower from any supported layout. The tower's tensors live under one prefix
- * (gemma-common.md §9): HF multimodal `model.language_model.`, mlx-vlm / mlx-lm Gemma 4
+ * (docs/architecture/gemma-common.md §9): HF multimodal `model.language_model.`, mlx-vlm / mlx-lm Gemma 4
  * `language_model.model.`, `language_model.`, HF text-only `model.`, or none. Tensors are always read
  * by their original names so that per-module quantization overrides (keyed by original path) apply.
  */
@@ -104,7 +104,7 @@ export class TowerLoader {
     return e;
   }
 
-  /** A full-scale RMSNorm (`y = x̂ · w`, never `1 + w`; gemma-common.md §1). */
+  /** A full-scale RMSNorm (`y = x̂ · w`, never `1 + w`; docs/architecture/gemma-common.md §1). */
   norm(path: string, dim: number, eps: number): RMSNorm {
     const n = RMSNorm.load(this.store, this.prefix + path, eps, { dim });
     this.tally.addVector(n.weight!);

@@ -1,5 +1,5 @@
 /**
- * AltUp (gemma3n.md §6, §7.1): K parallel copies ("streams") of the residual; one active stream goes
+ * AltUp (docs/architecture/gemma3n.md §6, §7.1): K parallel copies ("streams") of the residual; one active stream goes
  * through the layer, the others are predicted from all streams and corrected by the layer's innovation.
  * Streams are K arrays [N, H]. Coefficient matrices are tiny (K² × K, K × K) and run in JS.
  */

@@ -1,10 +1,15 @@
 /**
- * The Gemma 3n text model (gemma3n.md §3): embed → PLE → AltUp expand → layers → AltUp collapse →
- * norm → tied head → soft-cap. Serves `gemma3n` (multimodal checkpoints; towers ignored, multimodal
- * rows arrive as embedding overrides) and `gemma3n_text`.
+ * The Gemma 3n text model, the whole forward pass in one place (huggingface/transformers
+ * `models/gemma3n/modeling_gemma3n.py`: `Gemma3nTextModel.forward`, `Gemma3nTextDecoderLayer.forward`;
+ * docs/architecture/gemma3n.md §3):
+ *   embed → per-layer inputs → AltUp expand to K streams → every decoder layer → AltUp collapse
+ * then models-core's LmHead: final norm → tied head → soft-cap. Serves `gemma3n` (multimodal
+ * checkpoints; towers ignored, multimodal rows arrive as embedding overrides) and `gemma3n_text`.
+ * Shapes: N rows in the batch, H = hidden_size, P = hidden_size_per_layer_input, K = altup_num_inputs.
  */
+import { EMBEDDINGS_NAME, runLayers, type HiddenStateTap } from '@mlxcel/models-core';
 import { ops } from '@mlxcel/tensor';
-import type { BatchLayout } from '../common/batch.js';
+import type { GemmaLayout } from '../common/batch.js';
 import { embedBatch } from '../common/embed.js';
 import { GemmaModelBase } from '../common/model-base.js';
 import { perLayerInjection, splitPerLayer } from '../common/ple.js';
@@ -14,10 +19,7 @@ import type { Gemma3nLayer, Gemma3nWeights } from './weights.js';
 
 export class Gemma3nModel extends GemmaModelBase {
   constructor(config: Readonly<Record<string, unknown>>, readonly cfg: Gemma3nConfig, readonly w: Gemma3nWeights) {
-    super(config, cfg, w, {
-      nKvHeads: cfg.layerTypes.map(() => cfg.numKvHeads),
-      headDims: cfg.layerTypes.map(() => cfg.headDim),
-    });
+    super(config, cfg, w, w.layers.map((L) => L.attn.geo));
   }
 
   /** The PLE token component of `ids` (what a multimodal front-end may pass as `perLayerInputs`). */
@@ -25,42 +27,42 @@ export class Gemma3nModel extends GemmaModelBase {
     return this.w.ple.tokenComponent(ids, overriddenRows);
   }
 
-  protected hidden(b: BatchLayout): Float32Array {
+  protected finalHiddenStates(b: GemmaLayout, tap: HiddenStateTap | undefined): Float32Array {
     const { hiddenSize: H, numLayers: NL, hiddenSizePerLayerInput: P } = this.cfg;
     const N = b.n;
-    const e = embedBatch(this.w.embed, b);
-    const ple = splitPerLayer(this.w.ple.forward(e, b), N, NL, P);
-    let X = altupExpand(e, N, H, this.w.altupProjections);
-    this.w.layers.forEach((layer, l) => {
-      X = this.layer(layer, l, X, ple[l]!, b);
-    });
-    return altupCollapse(X, N, H, this.w.altupUnembed);
+    const embeddings = embedBatch(this.w.embed, b); // [N, H], × sqrt(H), overrides applied
+    tap?.(EMBEDDINGS_NAME, embeddings, H);
+    const perLayerInputs = splitPerLayer(this.w.ple.forward(embeddings, b), N, NL, P); // NL × [N, P]
+    const expanded = altupExpand(embeddings, N, H, this.w.altupProjections); // K × [N, H]
+    const layerStep = (l: number, X: Float32Array[]) => this.decoderLayer(this.w.layers[l]!, X, perLayerInputs[l]!, b);
+    const streams = runLayers(expanded, NL, layerStep, tap, H, (X) => X[0]!); // tapped: the active stream
+    return altupCollapse(streams, N, H, this.w.altupUnembed); // [N, H]
   }
 
-  /** One decoder layer over the K streams (gemma3n.md §7). */
-  private layer(L: Gemma3nLayer, l: number, X: Float32Array[], pleL: Float32Array, b: BatchLayout): Float32Array[] {
+  /** One decoder layer over the K streams: K × [N, H] → K × [N, H]. */
+  private decoderLayer(L: Gemma3nLayer, X: Float32Array[], pleL: Float32Array, b: GemmaLayout): Float32Array[] {
     const H = this.cfg.hiddenSize, N = b.n;
-    const pred = L.altup.predict(X, N);
-    const act = pred[0]!;
-    const xn = L.inputNorm.forward(act, H);
+    const predicted = L.altup.predict(X, N); // K × [N, H]
+    const active = predicted[0]!; // [N, H]
+    const xn = L.inputNorm.forward(active, H); // [N, H]
 
-    // Laurel: xn + RMSNorm(R(L(xn))) (§7.2).
-    const lr = L.laurelRight.forward(L.laurelLeft.forward(xn, N), N);
-    const laurel = ops.add(xn, L.postLaurelNorm.forward(lr, H, lr));
+    // LAuReL: xn + RMSNorm(R(L(xn))), rank R = laurel_rank.
+    const lr = L.laurelRight.forward(L.laurelLeft.forward(xn, N), N); // [N, R] → [N, H]
+    const laurel = ops.add(xn, L.postLaurelNorm.forward(lr, H, lr)); // [N, H]
 
-    const attn = L.attn.forward(xn, b, b.seqs.map((s) => s.state.caches[l]!));
+    const attn = L.attn.forward(xn, b); // [N, H]
     L.postAttnNorm.forward(attn, H, attn);
-    // s = (act + att + laurel) / sqrt(2)
-    const s = ops.add(ops.add(act, attn, attn), laurel, attn);
-    ops.scale(s, Math.SQRT1_2, 0, s);
+    // attnGated = (active + attn + laurel) / sqrt(2)
+    const attnGated = ops.add(ops.add(active, attn, attn), laurel, attn); // [N, H]
+    ops.scale(attnGated, Math.SQRT1_2, 0, attnGated);
 
-    const m = L.mlp.forward(L.preFfNorm.forward(s, H), N);
-    const y = ops.add(s, L.postFfNorm.forward(m, H, m), m);
+    const mlp = L.mlp.forward(L.preFfNorm.forward(attnGated, H), N); // [N, H]
+    const layerOut = ops.add(attnGated, L.postFfNorm.forward(mlp, H, mlp), mlp); // [N, H]
 
-    const corr = L.altup.correct(pred, y, N);
-    // Per-layer input injection (§7.4): v = RMSNorm(W_proj (gelu(W_g f) ⊙ ple_l)), added to streams 1..K−1.
-    const v = perLayerInjection(L.pliGate, L.pliProjection, L.postPliNorm, L.altup.scaledActive(corr), pleL, N, H);
-    for (let k = 1; k < corr.length; k++) ops.add(corr[k]!, v, corr[k]!);
-    return corr;
+    const corrected = L.altup.correct(predicted, layerOut, N); // K × [N, H]
+    // Per-layer input injection: v = RMSNorm(W_proj (gelu(W_gate a) ⊙ ple_l)), added to streams 1..K−1.
+    const injected = perLayerInjection(L.pliGate, L.pliProjection, L.postPliNorm, L.altup.scaledActive(corrected), pleL, N, H); // [N, H]
+    for (let k = 1; k < corrected.length; k++) ops.add(corrected[k]!, injected, corrected[k]!);
+    return corrected;
   }
 }

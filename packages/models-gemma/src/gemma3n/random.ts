@@ -1,9 +1,9 @@
 /**
  * Random Gemma 3n weights in the HF multimodal layout (`model.language_model.*`), for bench --random
- * and real-shape tests. KV-shared layers get no k/v weights (they are unused, gemma3n.md §10).
+ * and real-shape tests. KV-shared layers get no k/v weights (they are unused, docs/architecture/gemma3n.md §10).
  * AltUp coefficient matrices are never quantized (their input dim K is not a multiple of a group).
  */
-import { initLinear, initNorm, RandomWeights, type RandomWeightOptions } from '../common/random.js';
+import { initLinear, initNorm, RandomWeights, type RandomWeightOptions } from '@mlxcel/models-core';
 import { parseGemma3nConfig } from './config.js';
 
 export function gemma3nRandomWeights(config: Record<string, unknown>, opts: RandomWeightOptions = {}): RandomWeights {

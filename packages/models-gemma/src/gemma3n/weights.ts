@@ -1,8 +1,9 @@
 /**
- * Gemma 3n text-tower weights (canonical names of gemma3n.md §2, under any prefix of
- * gemma-common.md §9). KV-shared layers load only q_proj / q_norm / o_proj: their k/v weights are
+ * Gemma 3n text-tower weights (canonical names of docs/architecture/gemma3n.md §2, under any prefix of
+ * docs/architecture/gemma-common.md §9). KV-shared layers load only q_proj / q_norm / o_proj: their k/v weights are
  * unused, so checkpoints with or without them load alike.
  */
+import { ConfigReader } from '@mlxcel/models-core';
 import type { Embedding, Linear, RMSNorm, WeightStore } from '@mlxcel/tensor';
 import { GemmaAttention, type SharedQueryOffset } from '../common/attention.js';
 import { GemmaMLP } from '../common/mlp.js';
@@ -39,7 +40,7 @@ export interface Gemma3nWeights {
   tally: TowerLoader['tally'];
 }
 
-/** Clamp to ±clip (gemma3n.md §7.1: both coefficient matrices, once at load). */
+/** Clamp to ±clip (docs/architecture/gemma3n.md §7.1: both coefficient matrices, once at load). */
 function clamp(w: Float32Array, clip: number | null): Float32Array {
   if (clip === null) return w;
   for (let i = 0; i < w.length; i++) w[i] = Math.min(clip, Math.max(-clip, w[i]!));
@@ -64,14 +65,14 @@ export function loadGemma3nWeights(
   );
   const altupProjections = Array.from({ length: K - 1 }, (_, k) => ld.linear(`altup_projections.${k}`, [H, H]));
   const altupUnembed = Array.from({ length: K - 1 }, (_, k) => ld.linear(`altup_unembed_projections.${k}`, [H, H]));
-  const ropes = ropeTables(config, cfg.layerTypes, cfg.layerTypes.map(() => hd));
+  const ropes = ropeTables(new ConfigReader(config, cfg.modelType, { textConfig: true }), cfg.layerTypes, cfg.layerTypes.map(() => hd));
 
   const layers = cfg.layerTypes.map((type, l): Gemma3nLayer => {
     const p = `layers.${l}.`;
     const shared = cfg.kvSources[l] !== l;
     const I = cfg.intermediateSizes[l]!;
     const attn = new GemmaAttention(
-      { nHeads: nh, nKvHeads: nkv, headDim: hd, window: type === 'sliding_attention' ? cfg.slidingWindow : 0, eps },
+      { nHeads: nh, nKvHeads: nkv, headDim: hd, scale: 1, window: type === 'sliding_attention' ? cfg.slidingWindow : null, eps },
       {
         q: ld.linear(`${p}self_attn.q_proj`, [nh * hd, H]),
         o: ld.linear(`${p}self_attn.o_proj`, [H, nh * hd]),
@@ -81,6 +82,7 @@ export function loadGemma3nWeights(
         v: shared ? null : ld.linear(`${p}self_attn.v_proj`, [nkv * hd, H]),
       },
       ropes.get(type)!,
+      l,
       shared,
       opts.sharedQueryOffset,
     );

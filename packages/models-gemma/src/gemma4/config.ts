@@ -1,9 +1,9 @@
 /**
- * Gemma 4 text config (`gemma4` → `text_config`, or top-level `gemma4_text`), gemma4.md §2–§3.
+ * Gemma 4 text config (`gemma4` → `text_config`, or top-level `gemma4_text`), docs/architecture/gemma4.md §2–§3.
  * Released configs specify every key; a missing required key is an error rather than either
  * library's (conflicting) default.
  */
-import { ConfigReader, GemmaConfigError, type Json } from '../common/config-read.js';
+import { ConfigReader, type Json } from '@mlxcel/models-core';
 import { kvSources, normalizeLayerTypes, type LayerType } from '../common/layer-types.js';
 
 export interface Gemma4MoeConfig {
@@ -45,7 +45,7 @@ export interface Gemma4Config {
 }
 
 export function parseGemma4Config(config: Json): Gemma4Config {
-  const c = new ConfigReader(config);
+  const c = new ConfigReader(config, typeof config.model_type === 'string' ? config.model_type : 'gemma4', { textConfig: true });
   const modelType = typeof config.model_type === 'string' ? config.model_type : 'gemma4';
   const warnings: string[] = [];
   const numLayers = c.int('num_hidden_layers');
@@ -53,12 +53,12 @@ export function parseGemma4Config(config: Json): Gemma4Config {
   const numHeads = c.int('num_attention_heads');
   const act = c.raw('hidden_activation') ?? c.raw('hidden_act');
   if (act !== undefined && act !== null && act !== 'gelu_pytorch_tanh')
-    throw new GemmaConfigError(c.key('hidden_activation'), `only gelu_pytorch_tanh is supported, got ${JSON.stringify(act)}`);
+    c.fail('hidden_activation', `= ${JSON.stringify(act)} is not supported (only gelu_pytorch_tanh)`, 'E_CONFIG_UNSUPPORTED');
 
   // §3: absent → require sliding_window_pattern and use the mlx rule (pattern − 1 sliding, then 1 full).
   const layerTypes = normalizeLayerTypes(c, numLayers, (n) => {
     if (!c.has('sliding_window_pattern'))
-      throw new GemmaConfigError(c.key('layer_types'), 'missing, and there is no sliding_window_pattern to derive it from');
+      c.fail('layer_types', 'is absent, and there is no sliding_window_pattern to derive it from', 'E_CONFIG_MISSING');
     const pat = c.int('sliding_window_pattern');
     warnings.push(`${c.key('layer_types')} is absent: derived from sliding_window_pattern ${pat} (mlx-lm rule)`);
     return Array.from({ length: n }, (_, i) => ((i + 1) % pat === 0 ? 'full_attention' : 'sliding_attention'));
@@ -75,8 +75,8 @@ export function parseGemma4Config(config: Json): Gemma4Config {
   const numKvHeads = layerTypes.map((t) => (t === 'full_attention' ? nKvGlobal : nKv));
   numKvHeads.forEach((g, l) => {
     if (numHeads % g)
-      throw new GemmaConfigError(
-        c.key(layerTypes[l] === 'full_attention' && c.has('num_global_key_value_heads') ? 'num_global_key_value_heads' : 'num_key_value_heads'),
+      c.fail(
+        (layerTypes[l] === 'full_attention' && c.has('num_global_key_value_heads') ? 'num_global_key_value_heads' : 'num_key_value_heads'),
         `${g} does not divide num_attention_heads ${numHeads}`,
       );
   });
@@ -92,7 +92,7 @@ export function parseGemma4Config(config: Json): Gemma4Config {
   if (c.bool('enable_moe_block', false)) {
     const numExperts = c.int('num_experts');
     const topK = c.int('top_k_experts');
-    if (topK > numExperts) throw new GemmaConfigError(c.key('top_k_experts'), `${topK} exceeds num_experts ${numExperts}`);
+    if (topK > numExperts) c.fail('top_k_experts', `${topK} exceeds num_experts ${numExperts}`);
     const key = c.has('moe_intermediate_size') ? 'moe_intermediate_size' : 'expert_intermediate_size';
     moe = { numExperts, topK, intermediate: c.int(key) };
   }
@@ -114,7 +114,7 @@ export function parseGemma4Config(config: Json): Gemma4Config {
     layerTypes,
     slidingWindow: c.int('sliding_window'),
     maxPositionEmbeddings: c.int('max_position_embeddings', { default: 131072 }),
-    finalLogitSoftcapping: c.optNum('final_logit_softcapping', null),
+    finalLogitSoftcapping: c.optNum('final_logit_softcapping'),
     numKvSharedLayers,
     kvSources: sources,
     moe,
@@ -122,7 +122,7 @@ export function parseGemma4Config(config: Json): Gemma4Config {
     warnings,
   };
   if (cfg.finalLogitSoftcapping !== null && !(cfg.finalLogitSoftcapping > 0))
-    throw new GemmaConfigError(c.key('final_logit_softcapping'), `must be > 0 or null, got ${cfg.finalLogitSoftcapping}`);
+    c.fail('final_logit_softcapping', `must be > 0 or null, got ${cfg.finalLogitSoftcapping}`);
   return cfg;
 }
 
@@ -138,7 +138,7 @@ function globalHeadDimOf(c: ConfigReader, types: readonly LayerType[], headDim: 
     const entry = (plc as Record<string, { head_dim?: unknown }>)[String(full)];
     if (full >= 0 && entry && entry.head_dim !== undefined) {
       if (typeof entry.head_dim !== 'number' || !Number.isInteger(entry.head_dim) || entry.head_dim < 1)
-        throw new GemmaConfigError(`${c.key('per_layer_config')}.${full}.head_dim`, `expected a positive integer, got ${JSON.stringify(entry.head_dim)}`);
+        c.fail(`per_layer_config.${full}.head_dim`, `must be a positive integer, got ${JSON.stringify(entry.head_dim)}`);
       return entry.head_dim;
     }
   }

@@ -1,11 +1,16 @@
 /**
- * The Gemma 4 text model (gemma4.md §4–§10): embed → [PLE] → layers → norm → head → soft-cap.
- * Serves `gemma4` (multimodal checkpoints; towers ignored, multimodal rows arrive as embedding
- * overrides) and `gemma4_text`; dense, MoE and E-series (per-layer inputs, KV sharing) alike.
- * The residual stream, attention scores and router logits stay f32 whatever the stored dtype (§11).
+ * The Gemma 4 text model, the whole forward pass in one place (huggingface/transformers
+ * `models/gemma4/modeling_gemma4.py`: `Gemma4TextModel.forward`, `Gemma4TextDecoderLayer.forward`;
+ * docs/architecture/gemma4.md §8):
+ *   embed → [per-layer inputs] → every decoder layer
+ * then models-core's LmHead: final norm → head → soft-cap. Serves `gemma4` (multimodal checkpoints;
+ * towers ignored, multimodal rows arrive as embedding overrides) and `gemma4_text`; dense, MoE and
+ * E-series (per-layer inputs, KV sharing) alike. The residual stream, attention scores and router
+ * logits stay f32 whatever the stored dtype. Shapes: N rows, H = hidden_size, P = hidden_size_per_layer_input.
  */
+import { EMBEDDINGS_NAME, runLayers, type HiddenStateTap } from '@mlxcel/models-core';
 import { ops } from '@mlxcel/tensor';
-import type { BatchLayout } from '../common/batch.js';
+import type { GemmaLayout } from '../common/batch.js';
 import { embedBatch } from '../common/embed.js';
 import { GemmaModelBase } from '../common/model-base.js';
 import { perLayerInjection, splitPerLayer } from '../common/ple.js';
@@ -17,7 +22,7 @@ export class Gemma4Model extends GemmaModelBase {
   readonly warnings: readonly string[];
 
   constructor(config: Readonly<Record<string, unknown>>, readonly cfg: Gemma4Config, readonly w: Gemma4Weights) {
-    super(config, cfg, w, { nKvHeads: w.numKvHeads, headDims: cfg.headDims });
+    super(config, cfg, w, w.layers.map((L) => L.attn.geo));
     this.warnings = w.warnings;
   }
 
@@ -26,32 +31,31 @@ export class Gemma4Model extends GemmaModelBase {
     return this.w.ple ? this.w.ple.tokenComponent(ids, overriddenRows) : null;
   }
 
-  protected hidden(b: BatchLayout): Float32Array {
-    const { numLayers: NL, hiddenSizePerLayerInput: P } = this.cfg;
-    let x = embedBatch(this.w.embed, b);
-    const ple = this.w.ple ? splitPerLayer(this.w.ple.forward(x, b), b.n, NL, P) : null;
-    this.w.layers.forEach((layer, l) => {
-      x = this.layer(layer, l, x, ple ? ple[l]! : null, b);
-    });
-    return x;
+  protected finalHiddenStates(b: GemmaLayout, tap: HiddenStateTap | undefined): Float32Array {
+    const { hiddenSize: H, numLayers: NL, hiddenSizePerLayerInput: P } = this.cfg;
+    const embeddings = embedBatch(this.w.embed, b); // [N, H], × sqrt(H), overrides applied
+    tap?.(EMBEDDINGS_NAME, embeddings, H);
+    const perLayerInputs = this.w.ple ? splitPerLayer(this.w.ple.forward(embeddings, b), b.n, NL, P) : null; // NL × [N, P]
+    const layerStep = (l: number, x: Float32Array) => this.decoderLayer(this.w.layers[l]!, x, perLayerInputs ? perLayerInputs[l]! : null, b);
+    return runLayers(embeddings, NL, layerStep, tap, H); // [N, H]
   }
 
-  /** One decoder layer (§8). */
-  private layer(L: Gemma4Layer, l: number, x: Float32Array, pleL: Float32Array | null, b: BatchLayout): Float32Array {
+  /** One decoder layer: [N, H] → [N, H]. */
+  private decoderLayer(L: Gemma4Layer, x: Float32Array, pleL: Float32Array | null, b: GemmaLayout): Float32Array {
     const H = this.cfg.hiddenSize, N = b.n;
-    const attn = L.attn.forward(L.inputNorm.forward(x, H), b, b.seqs.map((s) => s.state.caches[l]!));
-    const h = ops.add(x, L.postAttnNorm.forward(attn, H, attn), attn);
+    const attn = L.attn.forward(L.inputNorm.forward(x, H), b); // [N, H]
+    const afterAttn = ops.add(x, L.postAttnNorm.forward(attn, H, attn), attn); // [N, H]
 
-    let m: Float32Array;
-    if (L.moe) m = L.moe.forward(h, N, L.mlp, L.preFfNorm, L.postFfNorm);
+    let ff: Float32Array; // [N, H]
+    if (L.moe) ff = L.moe.forward(afterAttn, N, L.mlp, L.preFfNorm, L.postFfNorm);
     else {
-      m = L.mlp.forward(L.preFfNorm.forward(h, H), N);
-      L.postFfNorm.forward(m, H, m);
+      ff = L.mlp.forward(L.preFfNorm.forward(afterAttn, H), N);
+      L.postFfNorm.forward(ff, H, ff);
     }
-    ops.add(h, m, h);
+    const layerOut = ops.add(afterAttn, ff, afterAttn); // [N, H]
 
-    if (L.pli && pleL) ops.add(h, perLayerInjection(L.pli.gate, L.pli.projection, L.pli.norm, h, pleL, N, H), h);
-    if (L.layerScalar !== 1) ops.scale(h, L.layerScalar, 0, h);
-    return h;
+    if (L.pli && pleL) ops.add(layerOut, perLayerInjection(L.pli.gate, L.pli.projection, L.pli.norm, layerOut, pleL, N, H), layerOut);
+    if (L.layerScalar !== 1) ops.scale(layerOut, L.layerScalar, 0, layerOut);
+    return layerOut;
   }
 }

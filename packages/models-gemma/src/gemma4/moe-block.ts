@@ -1,5 +1,5 @@
 /**
- * The Gemma 4 MoE feed-forward (gemma4.md §9): the dense MLP and the routed experts run in parallel on
+ * The Gemma 4 MoE feed-forward (docs/architecture/gemma4.md §9): the dense MLP and the routed experts run in parallel on
  * the post-attention residual h, and their normalized outputs are summed:
  *   h1 = RMSNorm_{post_ff_1}( MLP( RMSNorm_{pre_ff}(h) ) )
  *   router on the UN-normalized h (Gemma4Router from @mlxcel/moe: softmax, top-k, renormalize, per-expert scale)

@@ -5,7 +5,7 @@
  * mlx-community split layout (`experts.switch_glu.{gate,up,down}_proj`) when quantized, as converted
  * checkpoints store them.
  */
-import { initLinear, initNorm, initOnes, RandomWeights, type RandomWeightOptions } from '../common/random.js';
+import { initLinear, initNorm, initOnes, RandomWeights, type RandomWeightOptions } from '@mlxcel/models-core';
 import { parseGemma4Config } from './config.js';
 
 export function gemma4RandomWeights(config: Record<string, unknown>, opts: RandomWeightOptions = {}): RandomWeights {

@@ -1,8 +1,9 @@
 /**
- * Gemma 4 text-tower weights (gemma4.md §6–§9, prefixes of gemma-common.md §9). KV-shared layers
+ * Gemma 4 text-tower weights (docs/architecture/gemma4.md §6–§9, prefixes of docs/architecture/gemma-common.md §9). KV-shared layers
  * load only q_proj / q_norm / o_proj (their k/v weights may or may not be in the file, §7); full
  * layers with attention_k_eq_v have no v_proj.
  */
+import { ConfigReader } from '@mlxcel/models-core';
 import { MlxcelError, type Embedding, type Linear, type RMSNorm, type WeightStore } from '@mlxcel/tensor';
 import { GemmaAttention, type SharedQueryOffset } from '../common/attention.js';
 import { GemmaMLP } from '../common/mlp.js';
@@ -85,14 +86,14 @@ export function loadGemma4Weights(
     numKvHeads[l] = kvHeadsOf(k, ld.name(path), cfg, l, cfg.slidingKvHeads, warnings);
     return k;
   });
-  const ropes = ropeTables(config, cfg.layerTypes, cfg.headDims);
+  const ropes = ropeTables(new ConfigReader(config, cfg.modelType, { textConfig: true }), cfg.layerTypes, cfg.headDims);
 
   const layers = cfg.layerTypes.map((type, l): Gemma4Layer => {
     const p = `layers.${l}.`;
     const shared = cfg.kvSources[l] !== l;
     const hd = cfg.headDims[l]!, nkv = numKvHeads[l]!;
     const attn = new GemmaAttention(
-      { nHeads: nh, nKvHeads: nkv, headDim: hd, window: type === 'sliding_attention' ? cfg.slidingWindow : 0, eps },
+      { nHeads: nh, nKvHeads: nkv, headDim: hd, scale: 1, window: type === 'sliding_attention' ? cfg.slidingWindow : null, eps },
       {
         q: ld.linear(`${p}self_attn.q_proj`, [nh * hd, H]),
         o: ld.linear(`${p}self_attn.o_proj`, [H, nh * hd]),
@@ -102,6 +103,7 @@ export function loadGemma4Weights(
         v: shared || cfg.kEqV[l] ? null : ld.linear(`${p}self_attn.v_proj`, [nkv * hd, H]),
       },
       ropes.get(type)!,
+      l,
       shared,
       opts.sharedQueryOffset,
     );

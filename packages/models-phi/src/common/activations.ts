@@ -2,7 +2,7 @@
 
 /**
  * SwiGLU over a fused [gate; up] projection whose two halves are contiguous column blocks
- * (Phi-3 `gate_up_proj`, phi3.md §2.1): out[r, i] = SiLU(gu[r, i]) · gu[r, I + i].
+ * (Phi-3 `gate_up_proj`, docs/architecture/phi3.md §2.1): out[r, i] = SiLU(gu[r, i]) · gu[r, I + i].
  */
 export function swigluHalves(gu: Float32Array, M: number, I: number): Float32Array {
   const out = new Float32Array(M * I);
@@ -17,7 +17,7 @@ export function swigluHalves(gu: Float32Array, M: number, I: number): Float32Arr
 }
 
 /**
- * Phi-3-small GeGELU (phi3small.md §2.2). The up projection interleaves its two halves: even columns
+ * Phi-3-small GeGELU (docs/architecture/phi3small.md §2.2). The up projection interleaves its two halves: even columns
  * a (the "gelu" input), odd columns b (the linear input). With limit λ (null = no clamp):
  * a' = min(a, λ), b' = clamp(b, −λ, λ), ±∞ left untouched in both; out = a'·σ(1.702·a')·(b' + 1).
  * Note a is clamped from above only.

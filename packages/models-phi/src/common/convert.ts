@@ -1,6 +1,6 @@
 /**
  * Checkpoint conversion: float storage dtype (F32 / F16 / BF16) and MLX affine quantization the way
- * mlx-lm's converter does it (formats.md §b): every Linear / Embedding / stacked-expert weight (rank ≥ 2
+ * mlx-lm's converter does it (docs/architecture/formats.md §b): every Linear / Embedding / stacked-expert weight (rank ≥ 2
  * `.weight`) whose last dim is a multiple of the group size becomes `.weight` U32 + `.scales` + `.biases`,
  * with optional per-module overrides (`{bits, groupSize}` or false = keep float), recorded in the
  * returned config's `quantization` block exactly as mlx-lm writes it. Norms and Linear `.bias` vectors
@@ -9,7 +9,7 @@
  */
 import * as native from '@mlxcel/core-native';
 import { MemoryWeights, QuantizedWeight, Tensor, type QuantParams, type WeightStore } from '@mlxcel/tensor';
-import type { FloatDType } from './random.js';
+import type { FloatDType } from '@mlxcel/models-core';
 
 export interface ConvertOptions {
   /** Storage of float tensors (and of quantization scales/biases); default: keep each tensor's dtype. */

@@ -1,111 +1,70 @@
 /**
- * The LanguageModel skeleton shared by the three Phi architectures: batching, regime planning,
- * output-row selection and state bookkeeping live here; each architecture supplies the embedding, the
- * decoder layer and the output head.
+ * What the three Phi architectures add to models-core's DecoderModel: their sequence state (ids kept
+ * for LongRoPE re-encoding), the row plan with the per-sequence RoPE regime, and the rule that a failed
+ * step marks its sequences stale (rebuilt from their ids next time). Each architecture's model.ts
+ * supplies `finalHiddenStates`.
  */
+import { buildLayerCaches, DecoderModel, type AttentionGeometry, type LayerCacheSpec, type LmHead } from '@mlxcel/models-core';
 import { RopeTableCache, type RopeSpec } from '@mlxcel/rope';
-import type { ForwardInput, ForwardOptions, LanguageModel, SequenceState, StateOptions } from '@mlxcel/tensor';
-import { commitBatch, gatherRows, outputRows, planBatch, type Plan } from './batch.js';
-import { makeLayerCache, type LayerCacheSpec } from './caches.js';
+import type { ForwardInput, StateOptions } from '@mlxcel/tensor';
+import { commitBatch, planBatch, type PhiLayout } from './batch.js';
 import { PhiSequence } from './sequence.js';
 
-export interface ModelBaseParams {
-  modelType: string;
-  family: string;
-  config: Readonly<Record<string, unknown>>;
-  vocabSize: number;
-  numLayers: number;
-  hiddenSize: number;
-  maxContext: number;
+/** The identity fields every Phi config.json spells the same way (HF key names). */
+export interface PhiBaseConfig {
+  model_type: string;
+  vocab_size: number;
+  num_hidden_layers: number;
+  hidden_size: number;
+  max_position_embeddings: number;
   rope: RopeSpec;
-  /** KV geometry and window of every layer. */
-  layerCaches: LayerCacheSpec[];
-  prefillChunk: number | null;
-  stats: { parameters: number; weightBytes: number };
 }
 
-/** The ModelBaseParams every Phi config.json spells the same way (HF key names). */
-export function configParams(cfg: {
-  vocab_size: number; num_hidden_layers: number; hidden_size: number; max_position_embeddings: number; rope: RopeSpec;
-}): Pick<ModelBaseParams, 'vocabSize' | 'numLayers' | 'hiddenSize' | 'maxContext' | 'rope'> {
-  return {
-    vocabSize: cfg.vocab_size, numLayers: cfg.num_hidden_layers, hiddenSize: cfg.hidden_size,
-    maxContext: cfg.max_position_embeddings, rope: cfg.rope,
-  };
-}
-
-export abstract class PhiModelBase implements LanguageModel {
-  readonly modelType: string;
-  readonly config: Readonly<Record<string, unknown>>;
-  readonly vocabSize: number;
-  readonly numLayers: number;
-  readonly hiddenSize: number;
-  readonly maxContext: number;
-  readonly prefillChunk: number | null;
-  readonly stats: { parameters: number; weightBytes: number };
+export abstract class PhiModelBase extends DecoderModel<PhiSequence, PhiLayout> {
   readonly rope: RopeSpec;
-  protected readonly family: string;
-  private readonly tables: RopeTableCache;
+  protected readonly geom: AttentionGeometry;
   private readonly layerCaches: LayerCacheSpec[];
+  private readonly tables: RopeTableCache;
 
-  protected constructor(p: ModelBaseParams) {
-    this.modelType = p.modelType;
-    this.family = p.family;
-    this.config = p.config;
-    this.vocabSize = p.vocabSize;
-    this.numLayers = p.numLayers;
-    this.hiddenSize = p.hiddenSize;
-    this.maxContext = p.maxContext;
-    this.prefillChunk = p.prefillChunk;
-    this.stats = p.stats;
-    this.rope = p.rope;
-    this.tables = new RopeTableCache(p.rope);
-    this.layerCaches = p.layerCaches;
+  protected constructor(
+    raw: Readonly<Record<string, unknown>>,
+    cfg: PhiBaseConfig,
+    head: LmHead,
+    /** The attention geometry every layer uses, and each layer's cache spec. */
+    attention: { geom: AttentionGeometry; layerCaches: LayerCacheSpec[] },
+    prefillChunk: number,
+    stats: { parameters: number; weightBytes: number },
+  ) {
+    super(
+      {
+        modelType: cfg.model_type, config: raw, vocabSize: cfg.vocab_size, numLayers: cfg.num_hidden_layers,
+        hiddenSize: cfg.hidden_size, maxContext: cfg.max_position_embeddings, prefillChunk, stats,
+      },
+      head,
+    );
+    this.rope = cfg.rope;
+    this.geom = attention.geom;
+    this.layerCaches = attention.layerCaches;
+    this.tables = new RopeTableCache(cfg.rope);
   }
 
-  /** Row-major [ids.length, hidden] embeddings (any input scaling included). */
-  protected abstract embed(ids: Int32Array): Float32Array;
-  /** One decoder layer over all rows of the plan, updating `h` in place. */
-  protected abstract layer(index: number, h: Float32Array, plan: Plan): void;
-  /** Final norm + output head (+ any output scaling) on `rows` gathered hidden rows: [rows, vocab]. */
-  protected abstract head(x: Float32Array, rows: number): Float32Array;
-
-  newState(opts: StateOptions = {}): SequenceState {
-    const kind = opts.kvCache;
+  newState(opts: StateOptions = {}): PhiSequence {
     // PhiSequence builds its caches at once, so an unavailable kind fails here, not on first use.
-    const make = () => this.layerCaches.map((spec) => makeLayerCache(spec, kind));
-    return new PhiSequence(this, make);
+    return new PhiSequence(this, () => buildLayerCaches(this.layerCaches, opts.kvCache));
   }
 
-  suppressedTokenIds(): Int32Array {
-    return new Int32Array(0);
-  }
-
-  forward(batch: ForwardInput[], opts: ForwardOptions = {}): Float32Array[] {
-    const plan = planBatch(batch, {
-      owner: this, family: this.family, vocabSize: this.vocabSize, rope: this.rope, tables: this.tables, maxContext: this.maxContext,
+  protected layoutBatch(batch: readonly ForwardInput[]): PhiLayout {
+    return planBatch(batch, {
+      owner: this, family: this.modelType, vocabSize: this.vocabSize, rope: this.rope, tables: this.tables, maxContext: this.maxContext,
     });
-    let logits: Float32Array;
-    let counts: number[];
-    try {
-      const h = this.embed(plan.ids);
-      for (let l = 0; l < this.numLayers; l++) this.layer(l, h, plan);
-      const out = outputRows(plan, opts.logits ?? 'all');
-      counts = out.counts;
-      logits = this.head(gatherRows(h, this.hiddenSize, out.rows), out.rows.length);
-    } catch (e) {
-      // Some layers may already hold this step's keys: rebuild these sequences from their ids next time.
-      for (const r of plan.runs) r.seq.stale = true;
-      throw e;
-    }
-    commitBatch(plan);
-    const V = this.vocabSize;
-    const result: Float32Array[] = [];
-    let row = 0;
-    for (const c of counts) {
-      result.push(logits.subarray(row * V, (row + c) * V));
-      row += c;
-    }
-    return result;
+  }
+
+  protected commit(layout: PhiLayout): void {
+    commitBatch(layout);
+  }
+
+  /** Some layers may already hold this step's keys: rebuild these sequences from their ids next time. */
+  protected override abandon(layout: PhiLayout): void {
+    for (const r of layout.seqs) r.state.stale = true;
   }
 }

@@ -2,10 +2,10 @@
  * Per-sequence state of a Phi model: one KV cache per layer, the token ids fed so far and the RoPE
  * regime the cached keys were rotated with. The ids are kept because a LongRoPE sequence that
  * crosses original_max_position_embeddings must be re-encoded from scratch with the long table
- * (phi3.md §4.4, rule 2: HF discards the cache and re-prefills), and because a trimmed sliding-window
+ * (docs/architecture/phi3.md §4.4, rule 2: HF discards the cache and re-prefills), and because a trimmed sliding-window
  * cache may have evicted keys it would need again.
  */
-import type { LayerCache } from '@mlxcel/cache';
+import { adoptLayers, snapshotLayers, type LayerCache } from '@mlxcel/cache';
 import type { RopeRegime } from '@mlxcel/rope';
 import type { SequenceState } from '@mlxcel/tensor';
 
@@ -23,7 +23,7 @@ export class PhiSequence implements SequenceState {
   /**
    * Length the RoPE regime is decided from at least: the largest `totalLength` hint since the last trim.
    * Keeps a sequence prefilled under the long table long while it decodes up to the announced length
-   * (phi3.md §4.4 rule 3: never back from long to short); a trim clears it, so a trimmed sequence is
+   * (docs/architecture/phi3.md §4.4 rule 3: never back from long to short); a trim clears it, so a trimmed sequence is
    * re-encoded exactly as a fresh run of its ids would be.
    */
   lengthFloor = 0;
@@ -71,6 +71,17 @@ export class PhiSequence implements SequenceState {
     }
     this.idBuf.set(ids, this.nIds);
     this.nIds += ids.length;
+  }
+
+  /** A deep copy (caches snapshotted into fresh ones of the same kinds, ids and RoPE bookkeeping). */
+  fork(): PhiSequence {
+    const copy = new PhiSequence(this.owner, this.makeCaches);
+    adoptLayers(copy.caches, snapshotLayers(this.caches));
+    copy.appendIds(this.ids);
+    copy.regime = this.regime;
+    copy.lengthFloor = this.lengthFloor;
+    copy.stale = this.stale;
+    return copy;
   }
 
   trim(n: number): number {

@@ -1,5 +1,5 @@
 /**
- * Loading helpers shared by the Phi weight maps: quantization detection by `.scales` (formats.md §b,
+ * Loading helpers shared by the Phi weight maps: quantization detection by `.scales` (docs/architecture/formats.md §b,
  * via @mlxcel/tensor's nn loaders), shape checks against the config, and the weight statistics the
  * engine reports.
  */

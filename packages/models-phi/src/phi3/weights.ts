@@ -1,5 +1,5 @@
 /**
- * Phi-3 tensors (phi3.md §2). Hugging Face and mlx-community checkpoints share the names; an MLX
+ * Phi-3 tensors (docs/architecture/phi3.md §2). Hugging Face and mlx-community checkpoints share the names; an MLX
  * quantized module is recognised by its `.scales` tensor. No biases anywhere; lm_head is absent when
  * tie_word_embeddings is true (the head is then the embedding matrix, quantized or not).
  */
@@ -10,11 +10,11 @@ import type { Phi3Config } from './config.js';
 
 export interface Phi3Layer {
   inputNorm: RMSNorm;
-  /** Fused [Q; K; V] rows block-wise: nH·D, nKV·D, nKV·D (phi3.md §2.1). */
+  /** Fused [Q; K; V] rows block-wise: nH·D, nKV·D, nKV·D (docs/architecture/phi3.md §2.1). */
   qkv: Linear;
   o: Linear;
   postNorm: RMSNorm;
-  /** Fused [gate; up]: first I rows gate, next I rows up (phi3.md §2.1). */
+  /** Fused [gate; up]: first I rows gate, next I rows up (docs/architecture/phi3.md §2.1). */
   gateUp: Linear;
   down: Linear;
 }

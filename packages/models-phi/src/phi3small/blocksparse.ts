@@ -1,5 +1,5 @@
 /**
- * Block-sparse attention visibility of Phi-3-small (phi3small.md §4.3), on absolute positions:
+ * Block-sparse attention visibility of Phi-3-small (docs/architecture/phi3small.md §4.3), on absolute positions:
  *
  *   visible(h, i, j) ⇔ j ≤ i ∧ ( bi − bj < Lb ∨ (bj + h·σ + 1) mod V = 0 ),  bi = ⌊i/B⌋, bj = ⌊j/B⌋
  *
@@ -30,7 +30,7 @@ export function blockSparseVisible(s: BlockSparseSpec, h: number, i: number, j: 
 /**
  * Mask [nHeads, qPos.length, kPos.length] (1 = visible) for keys stored at slot positions `kPos`
  * (negative = empty slot), or null when every causal key is inside every query's local window
- * (always so while positions < Lb·B, phi3small.md §4.3: sparse layers equal dense ones there).
+ * (always so while positions < Lb·B, docs/architecture/phi3small.md §4.3: sparse layers equal dense ones there).
  */
 export function blockSparseMask(s: BlockSparseSpec, qPos: Int32Array, kPos: Int32Array): Uint8Array | null {
   const B = s.blockSize, Lb = s.localBlocks, V = s.vertStride, nH = s.nHeads;

@@ -1,9 +1,10 @@
 /**
- * config.json of `model_type: "phi3small"` (Phi-3-small-8k / 128k), phi3small.md §1. Keys keep their
+ * config.json of `model_type: "phi3small"` (Phi-3-small-8k / 128k), docs/architecture/phi3small.md §1. Keys keep their
  * config.json names; derived values (head_dim, the MLP width, the attention scale) are resolved here.
  */
 import type { RopeSpec } from '@mlxcel/rope';
-import { ConfigReader, checkModelType, headGeometry } from '../common/config.js';
+import { ConfigReader } from '@mlxcel/models-core';
+import { headGeometry } from '../common/config.js';
 
 export interface Phi3SmallConfig {
   model_type: 'phi3small';
@@ -13,7 +14,7 @@ export interface Phi3SmallConfig {
   num_key_value_heads: number;
   /** hidden_size / num_attention_heads. */
   head_dim: number;
-  /** MLP width F (from ff_intermediate_size, or from ff_dim_multiplier, phi3small.md §1). */
+  /** MLP width F (from ff_intermediate_size, or from ff_dim_multiplier, docs/architecture/phi3small.md §1). */
   ff_intermediate_size: number;
   hidden_act: 'gegelu';
   /** null = no clamping. */
@@ -27,7 +28,7 @@ export interface Phi3SmallConfig {
   /** null when absent or ≤ 0 (HF then skips the multiplication). */
   mup_embedding_multiplier: number | null;
   mup_width_multiplier: number;
-  /** null or 0 ⇒ every layer block-sparse (phi3small.md §4.2). */
+  /** null or 0 ⇒ every layer block-sparse (docs/architecture/phi3small.md §4.2). */
   dense_attention_every_n_layers: number | null;
   blocksparse_block_size: number;
   blocksparse_num_local_blocks: number;
@@ -38,11 +39,11 @@ export interface Phi3SmallConfig {
 
 export function parsePhi3SmallConfig(raw: Record<string, unknown>, opts: { longropePolicy?: 'hf' | 'long-only' } = {}): Phi3SmallConfig {
   const r = new ConfigReader(raw, 'phi3small');
-  checkModelType(r, 'phi3small');
+  r.modelType(['phi3small']);
   const H = r.int('hidden_size');
   const geo = headGeometry(r, H);
   const hidden_act = r.oneOf('hidden_act', ['gegelu'] as const, 'gegelu');
-  // Exactly one of ff_intermediate_size / ff_dim_multiplier (phi3small.md §1).
+  // Exactly one of ff_intermediate_size / ff_dim_multiplier (docs/architecture/phi3small.md §1).
   let F: number;
   const hasSize = r.has('ff_intermediate_size'), hasMult = r.has('ff_dim_multiplier');
   if (hasSize === hasMult)
@@ -57,7 +58,7 @@ export function parsePhi3SmallConfig(raw: Record<string, unknown>, opts: { longr
   const nEvery = r.has('dense_attention_every_n_layers') ? r.int('dense_attention_every_n_layers', { min: 0 }) : null;
   const rope = r.rope({ longropePolicy: opts.longropePolicy ?? 'hf' });
   if (rope.type !== 'default' && rope.type !== 'longrope')
-    r.fail('rope_scaling', `type "${rope.type}" is not used by Phi-3-small (null or "longrope"/"su", phi3small.md §5)`, 'E_CONFIG_UNSUPPORTED');
+    r.fail('rope_scaling', `type "${rope.type}" is not used by Phi-3-small (null or "longrope"/"su", docs/architecture/phi3small.md §5)`, 'E_CONFIG_UNSUPPORTED');
   return {
     model_type: 'phi3small',
     hidden_size: H,
@@ -71,7 +72,7 @@ export function parsePhi3SmallConfig(raw: Record<string, unknown>, opts: { longr
     layer_norm_epsilon: r.num('layer_norm_epsilon', { positive: true, default: 1e-5 }),
     vocab_size: r.int('vocab_size'),
     max_position_embeddings: r.int('max_position_embeddings', { default: 8192 }),
-    // Absent ⇒ tied: the checkpoint has no lm_head (phi3small.md §1).
+    // Absent ⇒ tied: the checkpoint has no lm_head (docs/architecture/phi3small.md §1).
     tie_word_embeddings: r.bool('tie_word_embeddings', true),
     mup_use_scaling: r.bool('mup_use_scaling', true),
     mup_attn_multiplier: r.num('mup_attn_multiplier', { positive: true, default: 1 }),
@@ -86,7 +87,7 @@ export function parsePhi3SmallConfig(raw: Record<string, unknown>, opts: { longr
   };
 }
 
-/** HF layer rule (phi3small.md §4.2): dense iff n is set and (ℓ + 1) mod n = 0, else block-sparse. */
+/** HF layer rule (docs/architecture/phi3small.md §4.2): dense iff n is set and (ℓ + 1) mod n = 0, else block-sparse. */
 export function isDenseLayer(c: Phi3SmallConfig, layer: number): boolean {
   const n = c.dense_attention_every_n_layers;
   return n !== null && (layer + 1) % n === 0;

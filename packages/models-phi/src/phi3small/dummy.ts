@@ -1,5 +1,5 @@
 /**
- * The 91 padded-vocabulary ids Phi-3-small must never generate (phi3small.md §6). The tokenizer's
+ * The 91 padded-vocabulary ids Phi-3-small must never generate (docs/architecture/phi3small.md §6). The tokenizer's
  * special-token block is the last 96 ids of the padded vocabulary (100256 … 100351 for vocab_size
  * 100352, after the 100256 cl100k ranks); inside it only endoftext (+1), system (+5), user (+6),
  * assistant (+7) and end (+10) are real tokens. The phi3small-tiny fixture (vocab_size 352) uses the

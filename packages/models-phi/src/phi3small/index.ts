@@ -1,5 +1,5 @@
 import type { ArchitectureDef } from '@mlxcel/tensor';
-import type { RandomWeightOptions } from '../common/random.js';
+import type { RandomWeightOptions } from '@mlxcel/models-core';
 import { Phi3SmallModel } from './model.js';
 import { randomPhi3SmallWeights } from './random.js';
 

@@ -1,19 +1,24 @@
 /**
- * Phi-3-small forward pass (phi3small.md §3–§5): embeddings × mup_embedding_multiplier, pre-LayerNorm
- * layers with biased grouped QKV, dense or block-sparse attention (HF layer rule) with scale
- * mup_attn_multiplier / D under muP, GeGELU MLP, final LayerNorm, tied head ÷ mup_width_multiplier.
- * Logits stay raw: the 91 dummy ids are declared by suppressedTokenIds() for the sampler (§6).
+ * The Phi-3-small model, the whole forward pass in one place (microsoft/Phi-3-small-8k-instruct
+ * `modeling_phi3_small.py` on the Hugging Face Hub: `Phi3SmallModel.forward`,
+ * `Phi3SmallDecoderLayer.forward`; docs/architecture/phi3small.md §3):
+ *   embed × mup_embedding_multiplier → every pre-LayerNorm decoder layer (biased grouped QKV, dense or
+ *   block-sparse attention (HF layer rule) with scale mup_attn_multiplier / D under muP, GeGELU MLP)
+ * then models-core's LmHead: final LayerNorm → tied head → ÷ mup_width_multiplier. Logits stay raw:
+ * the 91 dummy ids are declared by suppressedTokenIds() for the sampler. Shapes: N rows,
+ * H = hidden_size, nH / nKV heads of D, F = ff_intermediate_size.
  */
+import { cacheSpecOf, EMBEDDINGS_NAME, LmHead, runLayers, type HiddenStateTap, type MaskBuilder } from '@mlxcel/models-core';
 import { ops, type WeightStore } from '@mlxcel/tensor';
 import { gegelu } from '../common/activations.js';
-import { attendRuns, type AttentionGeometry, type MaskBuilder } from '../common/attention.js';
-import type { Plan, Run } from '../common/batch.js';
-import { configParams, PhiModelBase } from '../common/model-base.js';
+import { phiAttention } from '../common/attention.js';
+import type { PhiLayout, PhiRun } from '../common/batch.js';
+import { PhiModelBase } from '../common/model-base.js';
 import { blockSparseMask, type BlockSparseSpec } from './blocksparse.js';
 import { isDenseLayer, parsePhi3SmallConfig, type Phi3SmallConfig } from './config.js';
 import { dummyTokenIds } from './dummy.js';
 import { splitGroupedQkv } from './qkv.js';
-import { loadPhi3SmallWeights, type Phi3SmallWeights } from './weights.js';
+import { loadPhi3SmallWeights, type Phi3SmallLayer, type Phi3SmallWeights } from './weights.js';
 
 /** Block-sparse masks are [nH, T, kv] bytes per sequence: 256-token chunks keep them small. */
 const PREFILL_CHUNK = 256;
@@ -27,33 +32,28 @@ function sameInts(a: Int32Array, b: Int32Array): boolean {
 export class Phi3SmallModel extends PhiModelBase {
   readonly cfg: Phi3SmallConfig;
   private readonly w: Phi3SmallWeights;
-  private readonly geom: AttentionGeometry;
   private readonly sparse: BlockSparseSpec;
   private readonly dummy: Int32Array;
   /** Every sparse layer of one step sees the same positions: build each run's mask once. */
-  private readonly masks = new WeakMap<Run, { kPos: Int32Array; mask: Uint8Array | null }>();
-  private readonly sparseMask: MaskBuilder;
+  private readonly masks = new WeakMap<PhiRun, { kPos: Int32Array; mask: Uint8Array | null }>();
+  private readonly sparseMask: MaskBuilder<PhiRun>;
 
   constructor(raw: Record<string, unknown>, store: WeightStore, opts: { longropePolicy?: 'hf' | 'long-only' } = {}) {
     const cfg = parsePhi3SmallConfig(raw, opts);
     const w = loadPhi3SmallWeights(store, cfg, raw);
-    super({
-      modelType: 'phi3small', family: 'phi3small', config: raw,
-      ...configParams(cfg),
-      layerCaches: Array.from({ length: cfg.num_hidden_layers }, () => ({
-        nKvHeads: cfg.num_key_value_heads, headDim: cfg.head_dim, window: null,
-      })),
-      prefillChunk: PREFILL_CHUNK, stats: w.stats,
-    });
-    this.cfg = cfg;
-    this.w = w;
-    this.dummy = dummyTokenIds(cfg.vocab_size);
-    // muP: scale = mup_attn_multiplier / D, not 1/sqrt(D) (phi3small.md §4).
-    this.geom = {
+    // HF divides the f32 logits by mup_width_multiplier (a division, not a multiply by the reciprocal).
+    const head = new LmHead(w.finalNorm, w.lmHead, { divideBy: cfg.mup_width_multiplier });
+    // muP: scale = mup_attn_multiplier / D, not 1/sqrt(D) (docs/architecture/phi3small.md §4).
+    const geom = {
       nHeads: cfg.num_attention_heads, nKvHeads: cfg.num_key_value_heads, headDim: cfg.head_dim,
       scale: cfg.mup_use_scaling ? cfg.mup_attn_multiplier / cfg.head_dim : 1 / Math.sqrt(cfg.head_dim),
       window: null,
     };
+    const layerCaches = Array.from({ length: cfg.num_hidden_layers }, () => cacheSpecOf(geom));
+    super(raw, cfg, head, { geom, layerCaches }, PREFILL_CHUNK, w.stats);
+    this.cfg = cfg;
+    this.w = w;
+    this.dummy = dummyTokenIds(cfg.vocab_size);
     this.sparse = {
       blockSize: cfg.blocksparse_block_size, localBlocks: cfg.blocksparse_num_local_blocks,
       vertStride: cfg.blocksparse_vert_stride, nHeads: cfg.num_attention_heads, homoHeads: cfg.blocksparse_homo_head_pattern,
@@ -71,30 +71,25 @@ export class Phi3SmallModel extends PhiModelBase {
     return this.dummy.slice();
   }
 
-  protected embed(ids: Int32Array): Float32Array {
-    const x = this.w.embed.forward(ids);
-    const m = this.cfg.mup_embedding_multiplier;
-    return m === null ? x : ops.scale(x, m, 0, x);
+  protected finalHiddenStates(b: PhiLayout, tap: HiddenStateTap | undefined): Float32Array {
+    const H = this.cfg.hidden_size, m = this.cfg.mup_embedding_multiplier;
+    const residual = this.w.embed.forward(b.ids); // [N, H]
+    if (m !== null) ops.scale(residual, m, 0, residual);
+    tap?.(EMBEDDINGS_NAME, residual, H);
+    // Each layer updates the residual in place.
+    return runLayers(residual, this.numLayers, (l, h) => this.decoderLayer(l, this.w.layers[l]!, h, b), tap, H);
   }
 
-  protected layer(l: number, h: Float32Array, plan: Plan): void {
-    const L = this.w.layers[l]!;
-    const c = this.cfg;
-    const M = plan.rows;
-    const a = L.inputNorm.forward(h, c.hidden_size);
-    const { q, k, v } = splitGroupedQkv(L.qkv.forward(a, M), M, c.num_attention_heads, c.num_key_value_heads, c.head_dim);
-    const att = attendRuns(l, q, k, v, plan.runs, this.geom, isDenseLayer(c, l) ? undefined : this.sparseMask);
-    ops.add(h, L.dense.forward(att, M), h);
-    const m = L.postNorm.forward(h, c.hidden_size);
-    const act = gegelu(L.up.forward(m, M), M, c.ff_intermediate_size, c.gegelu_limit);
-    ops.add(h, L.down.forward(act, M), h);
-  }
-
-  protected head(x: Float32Array, rows: number): Float32Array {
-    const logits = this.w.lmHead.forward(this.w.finalNorm.forward(x, this.cfg.hidden_size), rows);
-    // HF divides the f32 logits by mup_width_multiplier (a division, not a multiply by the reciprocal).
-    const d = this.cfg.mup_width_multiplier;
-    for (let i = 0; i < logits.length; i++) logits[i] = logits[i]! / d;
-    return logits;
+  /** One decoder layer, updating the residual h [N, H] in place (and returning it). */
+  private decoderLayer(l: number, L: Phi3SmallLayer, h: Float32Array, b: PhiLayout): Float32Array {
+    const c = this.cfg, H = c.hidden_size;
+    const N = b.n;
+    const attnIn = L.inputNorm.forward(h, H); // [N, H]
+    const { q, k, v } = splitGroupedQkv(L.qkv.forward(attnIn, N), N, c.num_attention_heads, c.num_key_value_heads, c.head_dim); // [N, nH·D], [N, nKV·D] ×2
+    const attn = phiAttention(l, q, k, v, b, this.geom, isDenseLayer(c, l) ? undefined : this.sparseMask); // [N, nH·D]
+    ops.add(h, L.dense.forward(attn, N), h);
+    const mlpIn = L.postNorm.forward(h, H); // [N, H]
+    const act = gegelu(L.up.forward(mlpIn, N), N, c.ff_intermediate_size, c.gegelu_limit); // [N, 2F] → [N, F]
+    return ops.add(h, L.down.forward(act, N), h);
   }
 }

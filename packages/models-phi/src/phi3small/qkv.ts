@@ -1,5 +1,5 @@
 /**
- * Phi-3-small's fused query_key_value output is grouped per KV head (phi3small.md §2.1): group g holds
+ * Phi-3-small's fused query_key_value output is grouped per KV head (docs/architecture/phi3small.md §2.1): group g holds
  * [q head g·r, …, q head g·r + r − 1, k head g, v head g], r = nH / nKV, each D wide. (Phi-3 dense
  * instead stores all of Q, then K, then V.) Returns q [M, nH·D], k and v [M, nKV·D].
  */

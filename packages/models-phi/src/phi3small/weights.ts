@@ -1,5 +1,5 @@
 /**
- * Phi-3-small tensors (phi3small.md §2): every Linear has a bias, every norm is a LayerNorm with bias,
+ * Phi-3-small tensors (docs/architecture/phi3small.md §2): every Linear has a bias, every norm is a LayerNorm with bias,
  * the output head is the embedding (tied, no lm_head in the checkpoint). mlx-community uses the same
  * names; a quantized module has `.scales`/`.biases` next to its float `.bias`. Old checkpoints may carry
  * `self_attn.rotary_emb.inv_freq`, which is dropped.
@@ -15,7 +15,7 @@ export interface Phi3SmallLayer {
   qkv: Linear;
   dense: Linear;
   postNorm: LayerNorm;
-  /** [2F, H], interleaved gelu/linear halves (phi3small.md §2.2). */
+  /** [2F, H], interleaved gelu/linear halves (docs/architecture/phi3small.md §2.2). */
   up: Linear;
   down: Linear;
 }

@@ -1,10 +1,11 @@
 /**
- * config.json of `model_type: "phimoe"` (Phi-3.5-MoE), phimoe.md §2 and §8. Keys keep their
+ * config.json of `model_type: "phimoe"` (Phi-3.5-MoE), docs/architecture/phimoe.md §2 and §8. Keys keep their
  * config.json names; missing keys take the HF PhimoeConfig defaults (rope_theta 1e6, no biases), which
- * differ from mlx-lm's (phimoe.md §9).
+ * differ from mlx-lm's (docs/architecture/phimoe.md §9).
  */
 import type { RopeSpec } from '@mlxcel/rope';
-import { ConfigReader, checkModelType, headGeometry } from '../common/config.js';
+import { ConfigReader } from '@mlxcel/models-core';
+import { headGeometry } from '../common/config.js';
 
 export interface PhiMoEConfig {
   model_type: 'phimoe';
@@ -17,11 +18,11 @@ export interface PhiMoEConfig {
   intermediate_size: number;
   num_local_experts: number;
   num_experts_per_tok: number;
-  /** ε: the sparsemixer threshold is 2ε (phimoe.md §5). */
+  /** ε: the sparsemixer threshold is 2ε (docs/architecture/phimoe.md §5). */
   router_jitter_noise: number;
   /**
    * eps of every LayerNorm: `rms_norm_eps` (the misnamed key the checkpoint uses), else
-   * `layer_norm_eps`, else `layer_norm_epsilon`, else 1e-5 (phimoe.md §2).
+   * `layer_norm_eps`, else `layer_norm_epsilon`, else 1e-5 (docs/architecture/phimoe.md §2).
    */
   rms_norm_eps: number;
   vocab_size: number;
@@ -41,7 +42,7 @@ export interface PhiMoEConfigOptions {
 
 export function parsePhiMoEConfig(raw: Record<string, unknown>, opts: PhiMoEConfigOptions = {}): PhiMoEConfig {
   const r = new ConfigReader(raw, 'phimoe');
-  checkModelType(r, 'phimoe');
+  r.modelType(['phimoe']);
   const H = r.int('hidden_size');
   const geo = headGeometry(r, H, { headDimKey: true });
   const hidden_act = r.oneOf('hidden_act', ['silu'] as const, 'silu');

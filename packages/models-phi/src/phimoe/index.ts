@@ -1,5 +1,5 @@
 import type { ArchitectureDef } from '@mlxcel/tensor';
-import type { RandomWeightOptions } from '../common/random.js';
+import type { RandomWeightOptions } from '@mlxcel/models-core';
 import { PhiMoEModel } from './model.js';
 import { randomPhiMoEWeights } from './random.js';
 

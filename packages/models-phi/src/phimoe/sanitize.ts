@@ -1,5 +1,5 @@
 /**
- * mlx-lm's PhiMoE `sanitize` (phimoe.md §3): the HF per-expert tensors
+ * mlx-lm's PhiMoE `sanitize` (docs/architecture/phimoe.md §3): the HF per-expert tensors
  * `block_sparse_moe.experts.{e}.w1|w3|w2.weight` become stacked `block_sparse_moe.switch_mlp.
  * gate_proj|up_proj|down_proj.weight` [E, ·, ·]; everything else keeps its name.
  */

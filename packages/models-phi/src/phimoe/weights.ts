@@ -1,5 +1,5 @@
 /**
- * PhiMoE tensors (phimoe.md §3). Attention q/k/v/o with biases iff `attention_bias`; LayerNorms with
+ * PhiMoE tensors (docs/architecture/phimoe.md §3). Attention q/k/v/o with biases iff `attention_bias`; LayerNorms with
  * weight and bias; the router `block_sparse_moe.gate` (v5: `block_sparse_moe.router`), possibly
  * quantized; experts in any of the three layouts @mlxcel/moe detects — HF per-expert
  * `experts.{e}.w1|w3|w2`, mlx-community stacked `switch_mlp.{gate,up,down}_proj`, v5 fused

@@ -1,24 +1,19 @@
 /**
  * The per-token half of a generation, shared by generate() and the batch scheduler: sampling (with the
  * model's suppressed ids), EOS, streaming detokenization, stop strings held back until they resolve,
- * the token budget and the context limit. Feed it the logits of the last position; it says what to emit
- * and which token to run through the model next (null when the sequence has finished).
+ * the token budget and the context limit. It never runs the model: feed `emit()` the logits of the
+ * last position; it says what to emit and which token the caller should run through the model next
+ * (null when the sequence has finished).
  */
 import type { SequenceState } from '@mlxcel/tensor';
 import { StreamingDetokenizer } from './detokenize.js';
 import { MlxcelError } from './errors.js';
-import type { GenerateOptions, GeneratedToken, GenerationStats } from './generate.js';
+import type { GenerateOptions, GeneratedToken, GenerationStats, StepResult } from './types.js';
 import type { LoadedModel } from './load.js';
 import { Sampler } from './sampling/index.js';
 import { StopMatcher } from './stop.js';
 
-export interface StepResult {
-  items: GeneratedToken[];
-  /** The token to feed next, or null when the sequence has finished (see `finish`). */
-  next: number | null;
-}
-
-export class TokenStepper {
+export class TokenEmitter {
   generated = 0;
   finish: GenerationStats['finishReason'] = 'length';
   /** performance.now() at the first sampled token (0 before). */
@@ -29,6 +24,7 @@ export class TokenStepper {
   private readonly detok: StreamingDetokenizer | null;
   private readonly stop: StopMatcher;
   private readonly history: number[];
+  private readonly topLogprobs: number;
 
   constructor(private readonly loaded: LoadedModel, promptIds: Int32Array, opts: GenerateOptions, private readonly state: SequenceState) {
     this.maxTokens = opts.maxTokens ?? 256;
@@ -39,6 +35,9 @@ export class TokenStepper {
     this.detok = loaded.tokenizer ? new StreamingDetokenizer(loaded.tokenizer) : null;
     this.stop = new StopMatcher(opts.stop ?? []);
     this.history = Array.from(promptIds);
+    this.topLogprobs = opts.topLogprobs ?? 0;
+    if (!Number.isInteger(this.topLogprobs) || this.topLogprobs < 0)
+      throw new MlxcelError('BAD_OPTION', `topLogprobs must be a non-negative integer, got ${this.topLogprobs}`);
   }
 
   /** Whether another token may be sampled (the budget is not spent). */
@@ -51,10 +50,11 @@ export class TokenStepper {
     this.finish = 'abort';
   }
 
-  /** Samples from `logits` (the last position's row) and advances. */
-  step(logits: Float32Array): StepResult {
+  /** Samples from `logits` (the last position's row): what to emit, and the token to run next. */
+  emit(logits: Float32Array): StepResult {
     if (!this.hasBudget) return { items: [], next: null };
     const { token, logprob } = this.sampler.sample(logits, this.history);
+    const top = this.topLogprobs > 0 ? topK(this.sampler.logprobs, this.topLogprobs) : undefined;
     this.generated++;
     if (this.generated === 1) this.tFirst = performance.now();
     this.history.push(token);
@@ -62,11 +62,11 @@ export class TokenStepper {
       this.finish = 'eos';
       // The EOS token itself carries no text, only whatever the detokenizer still held back.
       const rest = this.stop.push(this.detok ? this.detok.flush() : '').emit + this.stop.flush();
-      return { items: [{ token, text: rest, logprob }], next: null };
+      return { items: [{ token, text: rest, logprob, topLogprobs: top }], next: null };
     }
     const piece = this.detok ? this.detok.push(token) : '';
     const { emit, stopped } = this.stop.push(piece);
-    const items: GeneratedToken[] = [{ token, text: emit, logprob }];
+    const items: GeneratedToken[] = [{ token, text: emit, logprob, topLogprobs: top }];
     if (stopped) {
       this.finish = 'stop';
       return { items, next: null };
@@ -99,4 +99,18 @@ export class TokenStepper {
       peakRssBytes: process.resourceUsage().maxRSS * 1024,
     };
   }
+}
+
+/** The k largest entries of a log-probability row, largest first (one pass, a k-slot insertion list). */
+function topK(lp: Float32Array, k: number): { token: number; logprob: number }[] {
+  const out: { token: number; logprob: number }[] = [];
+  for (let i = 0; i < lp.length; i++) {
+    const v = lp[i]!;
+    if (out.length === k && v <= out[k - 1]!.logprob) continue;
+    let j = out.length < k ? out.length : k - 1;
+    while (j > 0 && out[j - 1]!.logprob < v) j--;
+    out.splice(j, 0, { token: i, logprob: v });
+    if (out.length > k) out.pop();
+  }
+  return out;
 }

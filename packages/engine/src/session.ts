@@ -1,0 +1,129 @@
+/**
+ * The session core shared by generate(), the BatchScheduler and trace: request setup (prompt ids,
+ * sequence state, context check, the per-token emitter, the prefill chunk) and the chunked-prefill
+ * loop. Each caller drives the same pieces its own way — generate() prefills to the end then decodes,
+ * the scheduler interleaves one chunk per step with the other sequences' decode, trace keeps every
+ * row's logits — so a request gives the same tokens whichever way it runs.
+ */
+import { overridesForChunk } from '@mlxcel/models-core';
+import type { ForwardInput, ForwardOptions, LanguageModel, SequenceState } from '@mlxcel/tensor';
+import { buildPrompt, type ChatMessage } from './chat/index.js';
+import { MlxcelError } from './errors.js';
+import type { LoadedModel } from './load.js';
+import { TokenEmitter } from './token-emitter.js';
+import type { GenerateOptions, PromptInput } from './types.js';
+
+export const DEFAULT_PREFILL_CHUNK = 2048;
+
+/** Token ids for a prompt: ids as given, or text/messages through the chat template. */
+export function promptIds(loaded: LoadedModel, prompt: PromptInput, opts: Pick<GenerateOptions, 'noChatTemplate' | 'system'> = {}): Int32Array {
+  if (typeof prompt !== 'string' && !Array.isArray(prompt)) return Int32Array.from(prompt as ArrayLike<number>);
+  if (Array.isArray(prompt) && prompt.length > 0 && typeof prompt[0] === 'number') return Int32Array.from(prompt as number[]);
+  if (!loaded.tokenizer) throw new MlxcelError('TOKENIZER_MISSING', `${loaded.dir} has no tokenizer; pass token ids instead of text`);
+  let input = prompt as string | readonly ChatMessage[];
+  if (opts.system !== undefined) {
+    const msgs: ChatMessage[] = typeof input === 'string' ? [{ role: 'user', content: input }] : [...input];
+    input = [{ role: 'system', content: opts.system }, ...msgs];
+  }
+  const built = buildPrompt(loaded.tokenizer, input, { template: loaded.chatTemplate, noChatTemplate: opts.noChatTemplate });
+  return Int32Array.from(built.ids);
+}
+
+/** Throws PROMPT_TOO_LONG when the prompt leaves no room for a generated token. */
+export function checkContext(model: LanguageModel, state: SequenceState, promptTokens: number): void {
+  if (state.offset + promptTokens + 1 > model.maxContext)
+    throw new MlxcelError(
+      'PROMPT_TOO_LONG',
+      `the prompt (${promptTokens} tokens${state.offset ? ` after ${state.offset} cached` : ''}) leaves no room in the model's ${model.maxContext}-token context`,
+    );
+}
+
+/** The prefill chunk of a request: the option, else the model's preference (null = whole prompt), else 2048. 0 = whole prompt. */
+export function prefillChunkFor(model: LanguageModel, opts: Pick<GenerateOptions, 'prefillChunk'>): number {
+  return opts.prefillChunk ?? (model.prefillChunk === null ? 0 : model.prefillChunk ?? DEFAULT_PREFILL_CHUNK);
+}
+
+export interface PromptPrefillOptions {
+  /** Tokens per chunk; 0 = the whole prompt in one pass. */
+  chunk: number;
+  /** Embedding overrides indexed by prompt row (audio soft tokens); re-based to each chunk. */
+  overrides?: ForwardInput['embeddingOverrides'];
+  /** 'last' (default): each chunk returns its last row's logits [V]; 'all': every row's [rows, V]. */
+  logits?: 'last' | 'all';
+  /** Passed to every forward (e.g. onHiddenState for trace --dump-layers). */
+  forward?: Omit<ForwardOptions, 'logits'>;
+}
+
+/**
+ * The chunked-prefill loop: prompt rows [done, done + chunk) through the model per `next()`, the state
+ * holding rows [0, done) already. Override rows are re-based to each chunk, and the model is told the
+ * prompt's final length (LongRoPE picks its table from it), so chunked == one pass.
+ */
+export class PromptPrefill {
+  /** Prompt tokens already through the model. */
+  done = 0;
+  readonly chunk: number;
+
+  constructor(
+    private readonly model: LanguageModel,
+    private readonly state: SequenceState,
+    readonly ids: Int32Array,
+    private readonly opts: PromptPrefillOptions,
+  ) {
+    if (ids.length === 0) throw new MlxcelError('PROMPT_EMPTY', 'the prompt has no tokens');
+    this.chunk = opts.chunk > 0 ? opts.chunk : ids.length;
+  }
+
+  get finished(): boolean {
+    return this.done === this.ids.length;
+  }
+
+  /** Runs the next chunk of at most min(chunk, limit) tokens and returns its logits. */
+  next(limit = this.chunk): Float32Array {
+    const start = this.done, end = Math.min(this.ids.length, start + Math.min(this.chunk, limit));
+    const overrides = this.opts.overrides ? overridesForChunk(this.opts.overrides, start, end - start) : undefined;
+    const input: ForwardInput = { ids: this.ids.subarray(start, end), state: this.state, embeddingOverrides: overrides, totalLength: this.state.offset + this.ids.length - start };
+    const logits = this.model.forward([input], { ...this.opts.forward, logits: this.opts.logits ?? 'last' })[0]!;
+    this.done = end;
+    return this.opts.logits === 'all' ? logits : logits.subarray(logits.length - this.model.vocabSize);
+  }
+
+  /** Runs every remaining chunk; returns the last chunk's logits. */
+  runAll(onProgress?: (done: number, total: number) => void): Float32Array {
+    let last: Float32Array = new Float32Array(0);
+    while (!this.finished) {
+      last = this.next();
+      onProgress?.(this.done, this.ids.length);
+    }
+    return last;
+  }
+}
+
+/** Lets the event loop run (streamed output, cancellation) between synchronous forward passes. */
+export const yieldToLoop = (): Promise<void> => new Promise<void>((r) => setImmediate(r));
+
+/** One decode step of one sequence: feeds `token`, returns the logits of its position [V]. */
+export function decodeOne(model: LanguageModel, state: SequenceState, token: number): Float32Array {
+  const out = model.forward([{ ids: Int32Array.of(token), state }], { logits: 'last' })[0]!;
+  return out.subarray(out.length - model.vocabSize);
+}
+
+/** A request made ready to run: prompt ids, its state, the per-token emitter and the prompt's prefill. */
+export interface Session {
+  ids: Int32Array;
+  state: SequenceState;
+  emitter: TokenEmitter;
+  prefill: PromptPrefill;
+}
+
+/** Request setup, the same for generate() and the scheduler. */
+export function openSession(loaded: LoadedModel, prompt: PromptInput, opts: GenerateOptions): Session {
+  const model = loaded.model;
+  const ids = promptIds(loaded, prompt, opts);
+  if (ids.length === 0) throw new MlxcelError('PROMPT_EMPTY', 'the prompt has no tokens');
+  const state = opts.state ?? model.newState({ kvCache: opts.kvCache });
+  checkContext(model, state, ids.length);
+  const emitter = new TokenEmitter(loaded, ids, opts, state);
+  const prefill = new PromptPrefill(model, state, ids, { chunk: prefillChunkFor(model, opts), overrides: opts.embeddingOverrides });
+  return { ids, state, emitter, prefill };
+}

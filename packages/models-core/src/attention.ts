@@ -1,0 +1,60 @@
+/**
+ * Attention geometry and the per-sequence attention call shared by every family. Convention for "no
+ * window": `window: null` everywhere (geometry, cache specs); a number W means a key at position p is
+ * visible from a query at q iff q − p < W (HF's sliding window, the key at q included).
+ */
+import type { LayerCache } from '@mlxcel/cache';
+import type { BatchLayout } from './batch.js';
+
+export interface AttentionGeometry {
+  nHeads: number;
+  /** GQA: nHeads is a multiple of nKvHeads. */
+  nKvHeads: number;
+  headDim: number;
+  /** Score scale: 1/sqrt(D) (Phi-3, PhiMoE), mup_attn_multiplier / D (Phi-3-small), 1 (Gemma). */
+  scale: number;
+  /** Sliding window W in keys (the query's own key included); null = full attention. */
+  window: number | null;
+}
+
+/** What one sequence of a batch needs for attention: its row slice, positions and this layer's cache. */
+export interface AttendRows {
+  start: number;
+  len: number;
+}
+
+/**
+ * An extra visibility mask for one sequence at one layer: [nHeads, T, slots] bytes (nonzero = visible),
+ * slots in `kPos` order, or null when every causal key is visible (Phi-3-small block-sparse layers).
+ */
+export type MaskBuilder<R> = (seq: R, qPos: Int32Array, kPos: Int32Array) => Uint8Array | null;
+
+/**
+ * Attention of every sequence of the batch over its own cache: the new K/V rows (when given; a
+ * KV-shared layer passes null and reads its owner's cache) are appended, then the cache's kernel
+ * runs causal GQA attention for the sequence's query rows. q [N, nHeads·D], k / v [N, nKvHeads·D],
+ * RoPE already applied → [N, nHeads·D].
+ */
+export function attendBatch<R extends AttendRows>(
+  q: Float32Array, k: Float32Array | null, v: Float32Array | null, layout: BatchLayout<R>,
+  cacheOf: (seq: R) => LayerCache, g: AttentionGeometry, mask?: MaskBuilder<R>,
+): Float32Array {
+  const { nHeads, nKvHeads, headDim: D } = g;
+  const qw = nHeads * D, kw = nKvHeads * D;
+  const out = new Float32Array(layout.n * qw); // [N, nHeads·D]
+  for (const s of layout.seqs) {
+    const r0 = s.start, r1 = s.start + s.len;
+    const cache = cacheOf(s);
+    if (k && v) cache.update(k.subarray(r0 * kw, r1 * kw), v.subarray(r0 * kw, r1 * kw), s.len);
+    const qPos = layout.positions.subarray(r0, r1);
+    const m = mask ? mask(s, qPos, cache.slotPositions()) : null;
+    const o = cache.attend(q.subarray(r0 * qw, r1 * qw), s.len, nHeads, qPos, {
+      scale: g.scale,
+      window: g.window ?? 0,
+      causal: true,
+      ...(m ? { mask: m, maskHeads: nHeads } : {}),
+    });
+    out.set(o, r0 * qw);
+  }
+  return out;
+}

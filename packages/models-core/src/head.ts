@@ -1,0 +1,61 @@
+/**
+ * The LM head shared by every family: pick the rows whose logits are returned, final norm, output
+ * projection (tied embedding or lm_head), then the family's logit transform — Gemma's soft-cap
+ * `c · tanh(z / c)` (huggingface/transformers `models/gemma3n/modeling_gemma3n.py`,
+ * `Gemma3nForCausalLM.forward`, `final_logit_softcapping`) or Phi-3-small's division by
+ * mup_width_multiplier. Only returned rows are projected: with `logits: 'last'` that is one row per
+ * sequence, which matters with 262k-row vocabularies.
+ */
+import { ops, type Linear } from '@mlxcel/tensor';
+import { gatherRows, outputRows, type BatchLayout } from './batch.js';
+
+/** RMSNorm or LayerNorm: normalizes rows of width `dim`. */
+export interface RowNorm {
+  forward(x: Float32Array, dim?: number, out?: Float32Array): Float32Array;
+}
+
+export interface LmHeadOptions {
+  /** c of c · tanh(z / c); null = none. */
+  softcap?: number | null;
+  /** Logits are divided by this (a division, as HF does it, not a multiply by the reciprocal); null = none. */
+  divideBy?: number | null;
+}
+
+export class LmHead {
+  readonly softcap: number | null;
+  readonly divideBy: number | null;
+  constructor(readonly norm: RowNorm, readonly proj: Linear, opts: LmHeadOptions = {}) {
+    this.softcap = opts.softcap ?? null;
+    this.divideBy = opts.divideBy ?? null;
+  }
+
+  get vocabSize(): number {
+    return this.proj.outFeatures;
+  }
+
+  /** h [N, H] (the final hidden rows, before the norm) → logits per sequence ([rows, V] each). */
+  forward(h: Float32Array, layout: BatchLayout<{ start: number; len: number; newLen: number }>, which: 'all' | 'last'): Float32Array[] {
+    const H = this.proj.inFeatures, V = this.vocabSize;
+    const { rows, counts } = outputRows(layout, which);
+    const x = gatherRows(h, H, rows); // [R, H]
+    this.norm.forward(x, H, x);
+    const logits = this.proj.forward(x, rows.length); // [R, V]
+    if (this.softcap !== null) {
+      const c = this.softcap;
+      ops.scale(logits, 1 / c, 0, logits);
+      ops.tanh(logits, logits);
+      ops.scale(logits, c, 0, logits);
+    }
+    if (this.divideBy !== null) {
+      const d = this.divideBy;
+      for (let i = 0; i < logits.length; i++) logits[i] = logits[i]! / d;
+    }
+    const out: Float32Array[] = [];
+    let r = 0;
+    for (const c of counts) {
+      out.push(logits.subarray(r * V, (r + c) * V));
+      r += c;
+    }
+    return out;
+  }
+}

@@ -1,0 +1,185 @@
+/**
+ * One accepted chat or completions request, from tokenized prompts to the last byte: submits every
+ * prompt × n choices to the engine thread, collects or streams their tokens, and ends early and
+ * cleanly on client disconnect, request timeout or server shutdown (streams then get a final chunk,
+ * an error event and `[DONE]`).
+ */
+import { PassThrough } from 'node:stream';
+import { ApiError, fromEngineError } from './errors.js';
+import {
+  chatChunk, chatCompletion, chatLogprobs, chatUsageChunk, completion, completionLogprobs, usageOf,
+  type Envelope, type FinishReason,
+} from './format.js';
+import type { ServerMetrics } from './metrics.js';
+import type { ParsedRequest } from './requests.js';
+import type { EngineSamplingOptions } from './sampling-options.js';
+import type { EngineClient, EngineError } from './worker/client.js';
+import type { ChoiceStats, TokenOut } from './worker/protocol.js';
+
+export interface PromptJob {
+  ids: Int32Array;
+  options: EngineSamplingOptions;
+  /** Text the completion starts with when `echo` is set. */
+  echo: string;
+}
+
+interface Choice {
+  index: number;
+  text: string;
+  items: TokenOut[];
+  finish: FinishReason | null;
+  generated: number;
+  lastTokenAt: number;
+}
+
+/** Why a request was ended before its choices finished on their own. */
+export type EndReason = { code: 'request_timeout' | 'server_shutdown'; message: string };
+
+const finishOf = (s: ChoiceStats): FinishReason => (s.finishReason === 'length' || s.finishReason === 'abort' ? 'length' : 'stop');
+
+export interface Counts {
+  promptTokens: number;
+  completionTokens: number;
+  /** Arrival to the first generated token (absent before it). */
+  ttftMs?: number;
+}
+
+export class GenerationRun {
+  /** The SSE stream of a streaming request (null otherwise). */
+  readonly stream: PassThrough | null;
+  /** Non-streaming: the JSON body, or the ApiError to answer with. Streaming: resolves when the stream ends. */
+  readonly result: Promise<unknown>;
+  private resolveResult!: (v: unknown) => void;
+  private readonly choices: Choice[] = [];
+  private readonly byIndex = new Map<number, Choice>();
+  private readonly promptTokens: number;
+  private readonly wantLogprobs: boolean;
+  private readonly cancels: (() => void)[] = [];
+  private left: number;
+  private firstToken = true;
+  private ttftMs: number | undefined;
+  private ended = false;
+  private endReason: EndReason | null = null;
+  private failure: ApiError | null = null;
+
+  constructor(
+    engine: EngineClient,
+    private readonly metrics: ServerMetrics,
+    private readonly env: Envelope,
+    private readonly kind: 'chat' | 'completions',
+    private readonly req: ParsedRequest,
+    jobs: PromptJob[],
+    private readonly arrivedAt: number,
+  ) {
+    this.result = new Promise((r) => (this.resolveResult = r));
+    jobs.forEach((job, p) => {
+      for (let c = 0; c < req.n; c++) {
+        const choice = { index: p * req.n + c, text: kind === 'completions' && req.echo ? job.echo : '', items: [], finish: null, generated: 0, lastTokenAt: 0 };
+        this.choices.push(choice);
+        this.byIndex.set(choice.index, choice);
+      }
+    });
+    this.left = this.choices.length;
+    this.promptTokens = jobs.reduce((s, j) => s + j.ids.length, 0);
+    metrics.promptTokens.inc(this.promptTokens);
+    this.stream = req.stream ? new PassThrough() : null;
+    this.wantLogprobs = req.logprobs !== null;
+    // Chat streams open each choice with its role, as OpenAI does (SDK accumulators need it).
+    if (this.stream && kind === 'chat')
+      for (const c of this.choices) this.write(chatChunk(env, c.index, { role: 'assistant', content: '', refusal: null }, null, null, req.includeUsage));
+    jobs.forEach((job, p) => {
+      this.cancels.push(engine.submit({ ids: job.ids, n: req.n, firstIndex: p * req.n, options: job.options, logprobs: req.logprobs }, {
+        tokens: (i, items) => this.onTokens(this.byIndex.get(i)!, items),
+        end: (i, s) => this.endChoice(this.byIndex.get(i)!, finishOf(s)),
+        error: (i, e: EngineError) => {
+          this.failure ??= fromEngineError(e, kind === 'chat' ? 'messages' : 'prompt');
+          this.cancel();
+          const targets = i < 0 ? this.choices.filter((c) => !c.finish) : [this.byIndex.get(i)!];
+          for (const c of targets) this.endChoice(c, 'stop');
+        },
+      }));
+    });
+  }
+
+  get counts(): Counts {
+    return { promptTokens: this.promptTokens, completionTokens: this.choices.reduce((s, c) => s + c.generated, 0), ttftMs: this.ttftMs };
+  }
+
+  /** Stops generating (client gone): choices end as cut short. */
+  cancel(): void {
+    for (const c of this.cancels) c();
+  }
+
+  /** Ends the request early (timeout, shutdown); streams get a final chunk, an error event and [DONE]. */
+  terminate(reason: EndReason): void {
+    if (this.ended || this.endReason) return;
+    this.endReason = reason;
+    this.cancel(); // every choice then ends with finishReason 'abort' -> 'length'
+  }
+
+  private write(obj: unknown): void {
+    // A client that went away leaves a destroyed stream: its remaining events go nowhere.
+    if (this.stream && !this.stream.destroyed && !this.stream.writableEnded) this.stream.write(`data: ${JSON.stringify(obj)}\n\n`);
+  }
+
+  private onTokens(c: Choice, items: TokenOut[]): void {
+    const now = performance.now();
+    for (const t of items) {
+      if (t.token < 0) continue;
+      c.generated++;
+      this.metrics.generatedTokens.inc();
+      if (this.firstToken) {
+        this.firstToken = false;
+        this.ttftMs = Math.round((now - this.arrivedAt) * 10) / 10;
+        this.metrics.timeToFirstToken.observe((now - this.arrivedAt) / 1000);
+      }
+      if (c.lastTokenAt) this.metrics.interTokenLatency.observe((now - c.lastTokenAt) / 1000);
+      c.lastTokenAt = now;
+    }
+    const offset = c.text.length;
+    for (const t of items) c.text += t.text;
+    if (!this.stream) {
+      if (this.wantLogprobs) c.items.push(...items);
+      return;
+    }
+    const text = items.map((t) => t.text).join('');
+    if (!text && !(this.wantLogprobs && items.some((t) => t.logprob))) return;
+    const { env, req } = this;
+    if (this.kind === 'chat') this.write(chatChunk(env, c.index, { content: text }, null, chatLogprobs(items, this.wantLogprobs), req.includeUsage));
+    else this.write(completion(env, [{ index: c.index, text, logprobs: completionLogprobs(items, this.wantLogprobs, offset), finish: null }], undefined));
+  }
+
+  private endChoice(c: Choice, finish: FinishReason): void {
+    if (c.finish) return;
+    c.finish = finish;
+    if (this.stream) {
+      const { env, req } = this;
+      if (this.kind === 'chat') this.write(chatChunk(env, c.index, {}, finish, this.wantLogprobs ? chatLogprobs([], true) : null, req.includeUsage));
+      else this.write(completion(env, [{ index: c.index, text: '', logprobs: null, finish }], undefined));
+    }
+    if (--this.left === 0) this.finish();
+  }
+
+  private finish(): void {
+    if (this.ended) return;
+    this.ended = true;
+    const { env, kind, req, choices } = this;
+    const usage = usageOf(this.promptTokens, this.counts.completionTokens);
+    if (this.stream) {
+      if (this.endReason) this.write({ error: { message: this.endReason.message, type: 'server_error', param: null, code: this.endReason.code } });
+      else if (this.failure) this.write(this.failure.body());
+      if (req.includeUsage && !this.failure) this.write(kind === 'chat' ? chatUsageChunk(env, usage) : completion(env, [], usage));
+      if (!this.stream.destroyed && !this.stream.writableEnded) this.stream.end('data: [DONE]\n\n');
+      this.resolveResult(null);
+    } else if (this.failure) {
+      this.resolveResult(this.failure);
+    } else if (this.endReason) {
+      const timeout = this.endReason.code === 'request_timeout';
+      this.resolveResult(new ApiError(timeout ? 504 : 503, this.endReason.message, { type: timeout ? 'timeout_error' : 'server_error', code: this.endReason.code }));
+    } else if (kind === 'chat') {
+      this.resolveResult(chatCompletion(env, choices.map((c) => ({ text: c.text, items: c.items, finish: c.finish ?? 'stop' })), usage, this.wantLogprobs));
+    } else {
+      this.resolveResult(completion(env, choices.map((c) => ({ index: c.index, text: c.text, logprobs: completionLogprobs(c.items, this.wantLogprobs, 0), finish: c.finish ?? 'stop' })), usage));
+    }
+  }
+}

@@ -1,0 +1,246 @@
+/**
+ * JSON schemas of every request and response, written once: fastify validates requests with them
+ * (types and ranges as the OpenAI reference documents them) and the tests check every response the
+ * server sends against them. Checks a schema cannot express (a role's required content, `n` vs
+ * `best_of`, token ids below the vocabulary) are in requests.ts.
+ */
+
+const nullable = (schema: Record<string, unknown>) => ({ anyOf: [schema, { type: 'null' }] });
+const int = (minimum: number, maximum?: number) => nullable({ type: 'integer', minimum, ...(maximum === undefined ? {} : { maximum }) });
+const num = (minimum: number, maximum: number) => nullable({ type: 'number', minimum, maximum });
+
+/** Sampling fields chat and completions share. */
+const samplingProperties = {
+  model: { type: 'string' },
+  max_tokens: int(1),
+  temperature: num(0, 2),
+  top_p: num(0, 1),
+  top_k: int(0),
+  min_p: num(0, 1),
+  presence_penalty: num(-2, 2),
+  frequency_penalty: num(-2, 2),
+  repetition_penalty: nullable({ type: 'number', exclusiveMinimum: 0, maximum: 100 }),
+  n: int(1, 16),
+  seed: int(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER),
+  stop: nullable({ anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string', minLength: 1 }, maxItems: 16 }] }),
+  stream: nullable({ type: 'boolean' }),
+  stream_options: nullable({
+    type: 'object',
+    properties: { include_usage: { type: 'boolean' } },
+  }),
+  logit_bias: nullable({
+    type: 'object',
+    propertyNames: { pattern: '^(0|[1-9][0-9]{0,9})$' },
+    additionalProperties: { type: 'number', minimum: -100, maximum: 100 },
+  }),
+  user: { type: 'string' },
+} as const;
+
+const textPart = {
+  type: 'object',
+  required: ['type'],
+  properties: {
+    type: { enum: ['text', 'image_url', 'input_audio', 'refusal', 'file'] },
+    text: { type: 'string' },
+    refusal: { type: 'string' },
+    image_url: { type: 'object', required: ['url'], properties: { url: { type: 'string' }, detail: { enum: ['auto', 'low', 'high'] } } },
+    input_audio: { type: 'object', required: ['data', 'format'], properties: { data: { type: 'string' }, format: { enum: ['wav', 'mp3'] } } },
+  },
+} as const;
+
+const message = {
+  type: 'object',
+  required: ['role'],
+  properties: {
+    role: { enum: ['system', 'developer', 'user', 'assistant', 'tool', 'function'] },
+    content: { anyOf: [{ type: 'string' }, { type: 'null' }, { type: 'array', items: textPart }] },
+    name: { type: 'string' },
+    tool_calls: { type: 'array' },
+    tool_call_id: { type: 'string' },
+  },
+} as const;
+
+export const chatRequestSchema = {
+  $id: 'ChatCompletionRequest',
+  type: 'object',
+  required: ['messages'],
+  properties: {
+    ...samplingProperties,
+    messages: { type: 'array', minItems: 1, items: message },
+    max_completion_tokens: int(1),
+    logprobs: nullable({ type: 'boolean' }),
+    top_logprobs: int(0, 20),
+  },
+} as const;
+
+const tokenIds = { type: 'array', minItems: 1, items: { type: 'integer', minimum: 0 } } as const;
+
+export const completionRequestSchema = {
+  $id: 'CompletionRequest',
+  type: 'object',
+  required: ['prompt'],
+  properties: {
+    ...samplingProperties,
+    prompt: {
+      anyOf: [
+        { type: 'string', minLength: 1 },
+        { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
+        tokenIds,
+        { type: 'array', minItems: 1, items: tokenIds },
+      ],
+    },
+    echo: nullable({ type: 'boolean' }),
+    logprobs: int(0, 20),
+    best_of: int(1, 16),
+  },
+} as const;
+
+// ---- responses (checked by the tests; the OpenAI SDK types are checked against them with tsc) ----
+
+const usage = {
+  type: 'object',
+  required: ['prompt_tokens', 'completion_tokens', 'total_tokens'],
+  properties: { prompt_tokens: { type: 'integer' }, completion_tokens: { type: 'integer' }, total_tokens: { type: 'integer' } },
+} as const;
+
+const logprobEntry = {
+  type: 'object',
+  required: ['token', 'logprob', 'bytes'],
+  properties: { token: { type: 'string' }, logprob: { type: 'number' }, bytes: { type: 'array', items: { type: 'integer' } } },
+} as const;
+
+const chatLogprobs = nullable({
+  type: 'object',
+  required: ['content', 'refusal'],
+  properties: {
+    content: {
+      type: 'array',
+      items: { ...logprobEntry, required: [...logprobEntry.required, 'top_logprobs'], properties: { ...logprobEntry.properties, top_logprobs: { type: 'array', items: logprobEntry } } },
+    },
+    refusal: { type: 'null' },
+  },
+});
+
+const finishReason = { enum: ['stop', 'length'] } as const;
+const envelope = (object: string) => ({
+  id: { type: 'string' },
+  object: { const: object },
+  created: { type: 'integer' },
+  model: { type: 'string' },
+  system_fingerprint: { type: 'string' },
+});
+
+export const chatCompletionSchema = {
+  $id: 'ChatCompletion',
+  type: 'object',
+  required: ['id', 'object', 'created', 'model', 'system_fingerprint', 'choices', 'usage'],
+  properties: {
+    ...envelope('chat.completion'),
+    choices: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['index', 'message', 'logprobs', 'finish_reason'],
+        properties: {
+          index: { type: 'integer' },
+          message: {
+            type: 'object',
+            required: ['role', 'content', 'refusal'],
+            properties: { role: { const: 'assistant' }, content: { type: 'string' }, refusal: { type: 'null' } },
+          },
+          logprobs: chatLogprobs,
+          finish_reason: finishReason,
+        },
+      },
+    },
+    usage,
+  },
+} as const;
+
+export const chatChunkSchema = {
+  $id: 'ChatCompletionChunk',
+  type: 'object',
+  required: ['id', 'object', 'created', 'model', 'system_fingerprint', 'choices'],
+  properties: {
+    ...envelope('chat.completion.chunk'),
+    choices: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['index', 'delta', 'logprobs', 'finish_reason'],
+        properties: {
+          index: { type: 'integer' },
+          delta: {
+            type: 'object',
+            properties: { role: { const: 'assistant' }, content: { type: 'string' }, refusal: { type: 'null' } },
+          },
+          logprobs: chatLogprobs,
+          finish_reason: nullable(finishReason),
+        },
+      },
+    },
+    usage: nullable(usage),
+  },
+} as const;
+
+const completionLogprobs = nullable({
+  type: 'object',
+  required: ['tokens', 'token_logprobs', 'top_logprobs', 'text_offset'],
+  properties: {
+    tokens: { type: 'array', items: { type: 'string' } },
+    token_logprobs: { type: 'array', items: { type: 'number' } },
+    top_logprobs: { type: 'array', items: { type: 'object', additionalProperties: { type: 'number' } } },
+    text_offset: { type: 'array', items: { type: 'integer' } },
+  },
+});
+
+/** A text completion, or one streamed chunk of one (same object name, `usage` only where asked for). */
+export const completionSchema = {
+  $id: 'Completion',
+  type: 'object',
+  required: ['id', 'object', 'created', 'model', 'system_fingerprint', 'choices'],
+  properties: {
+    ...envelope('text_completion'),
+    choices: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['index', 'text', 'logprobs', 'finish_reason'],
+        properties: { index: { type: 'integer' }, text: { type: 'string' }, logprobs: completionLogprobs, finish_reason: nullable(finishReason) },
+      },
+    },
+    usage: nullable(usage),
+  },
+} as const;
+
+export const modelSchema = {
+  $id: 'Model',
+  type: 'object',
+  required: ['id', 'object', 'created', 'owned_by'],
+  properties: { id: { type: 'string' }, object: { const: 'model' }, created: { type: 'integer' }, owned_by: { type: 'string' } },
+} as const;
+
+export const modelListSchema = {
+  $id: 'ModelList',
+  type: 'object',
+  required: ['object', 'data'],
+  properties: { object: { const: 'list' }, data: { type: 'array', items: modelSchema } },
+} as const;
+
+export const errorSchema = {
+  $id: 'Error',
+  type: 'object',
+  required: ['error'],
+  properties: {
+    error: {
+      type: 'object',
+      required: ['message', 'type', 'param', 'code'],
+      properties: {
+        message: { type: 'string', minLength: 1 },
+        type: { type: 'string' },
+        param: { type: ['string', 'null'] },
+        code: { type: ['string', 'null'] },
+      },
+    },
+  },
+} as const;

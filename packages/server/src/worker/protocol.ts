@@ -1,0 +1,115 @@
+/**
+ * Messages between the HTTP thread and the two worker threads. Everything here is structured-clone
+ * data (no class instances), so both sides agree on the shape by type alone.
+ *
+ *   HTTP thread --tokenize--> tokenizer worker --tokenized--> HTTP thread   (templates, encode)
+ *   HTTP thread --submit----> engine worker    --tokens/end-> HTTP thread   (model, scheduler, decode)
+ *
+ * Tokenization has its own thread so that a long (legal) prompt being encoded never delays the
+ * decode steps of the streams already running.
+ */
+import type { ChatMessage } from '@mlxcel/engine';
+import type { EngineSamplingOptions } from '../sampling-options.js';
+
+/** What the engine worker is started with (workerData). */
+export interface EngineWorkerInit {
+  /** Model folder or Hugging Face repo id. */
+  model: string;
+  maxBatch: number;
+  chatTemplateFile?: string;
+  kvCache?: string;
+}
+
+/** What the tokenizer worker is started with (workerData): the resolved model folder. */
+export interface TokenizerWorkerInit {
+  dir: string;
+  chatTemplateFile?: string;
+}
+
+/** Facts about the loaded model the HTTP side validates requests against. */
+export interface ModelInfo {
+  /** Resolved folder on disk. */
+  dir: string;
+  modelType: string;
+  maxContext: number;
+  /** Embedding rows: token ids must be below this. */
+  vocabSize: number;
+  /** The checkpoint has an audio tower (Gemma 3n / Gemma 4 with audio_config). */
+  audioInput: boolean;
+}
+
+/** Facts about the tokenizer and chat template (from the tokenizer worker). */
+export interface TokenizerInfo {
+  hasTokenizer: boolean;
+  hasChatTemplate: boolean;
+  /**
+   * Most characters any single token decodes to: a text longer than maxContext × this cannot fit
+   * the context whatever the tokenization, so it is refused before being tokenized.
+   */
+  maxTokenChars: number;
+  /** Roles the chat template renders (probed at load); `developer` is mapped to `system` before the check. */
+  roles: string[];
+}
+
+export type PromptSpec =
+  | { kind: 'chat'; messages: ChatMessage[] }
+  | { kind: 'text'; text: string }
+  | { kind: 'ids'; ids: number[] };
+
+// ---- tokenizer worker ----
+export type ToTokenizer =
+  | { type: 'tokenize'; id: number; prompt: PromptSpec; /** raw text: encode with the tokenizer's own specials, no template */ raw: boolean }
+  | { type: 'decode'; id: number; ids: number[] };
+
+export type FromTokenizer =
+  | { type: 'ready'; info: TokenizerInfo }
+  | { type: 'fatal'; code: string; message: string }
+  | { type: 'tokenized'; id: number; ids: Int32Array }
+  | { type: 'decoded'; id: number; text: string }
+  | { type: 'error'; id: number; code: string; message: string };
+
+// ---- engine worker ----
+export interface SubmitRequest {
+  type: 'submit';
+  /** Request id; choices of one request are told apart by their index. */
+  id: number;
+  ids: Int32Array;
+  /** Choices sampled from this prompt (OpenAI `n`); they share one prefill of the prompt. */
+  n: number;
+  /** Index of the first choice (a completions request with several prompts numbers them on). */
+  firstIndex: number;
+  options: EngineSamplingOptions;
+  /** Most likely tokens to report per step; null = no logprobs at all, 0 = the sampled token's only. */
+  logprobs: number | null;
+}
+
+export type ToEngine = SubmitRequest | { type: 'cancel'; id: number };
+
+export interface TokenLogprob {
+  token: string;
+  logprob: number;
+  bytes: number[];
+}
+
+export interface TokenOut {
+  token: number;
+  text: string;
+  /** Present when the request asked for logprobs (absent on text-only tail items). */
+  logprob?: TokenLogprob & { top: TokenLogprob[] };
+}
+
+export interface ChoiceStats {
+  promptTokens: number;
+  generatedTokens: number;
+  finishReason: 'eos' | 'stop' | 'length' | 'abort';
+  timeToFirstTokenMs: number;
+}
+
+export type FromEngine =
+  | { type: 'progress'; file: string; downloaded: number; total: number | null; done: boolean }
+  | { type: 'ready'; info: ModelInfo }
+  | { type: 'fatal'; code: string; message: string }
+  | { type: 'tokens'; id: number; index: number; items: TokenOut[] }
+  | { type: 'end'; id: number; index: number; stats: ChoiceStats }
+  | { type: 'error'; id: number; index: number; code: string; message: string }
+  | { type: 'load'; active: number; waiting: number; kvBytes: number };
