@@ -60,7 +60,7 @@ export declare function matmul(x: Float32Array, M: number, w: NativeWeight, bias
  * matmuls with M > 8 rows over 4-bit (and, with VNNI, 8-bit) MLX affine weights round x per weight group
  * to 16-bit integers (two int8 digit planes, error <= 1/65278 of the group's largest |x|) and use integer
  * dot products (VNNI / AVX2 / Arm SDOT variants; others stay exact). "int8": the same with one int8
- * plane (error <= 1/254; about twice the rate). Returns the mode set.
+ * plane (error <= 1/254; faster still, see docs/benchmarks.md). Returns the mode set.
  */
 export type MatmulPrecision = 'exact' | 'fast' | 'int8';
 export declare function setMatmulPrecision(mode: MatmulPrecision): MatmulPrecision;
