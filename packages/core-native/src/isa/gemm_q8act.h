@@ -232,8 +232,11 @@ static bool matmul_q8act(const float* x, int64_t M, const WeightRef& w, const fl
       for (int64_t k0 = 0; k0 < K; k0 += kQ8KC) {
         const int64_t kc = std::min<int64_t>(kQ8KC, K - k0), ng = kc / G;
         q8act_pack_tile(w, n0, nr, k0, kc, wt, sc, bi);
-        for (int64_t m = m0; m < m1; m += kQ8MR) {
-          const int mr = int(std::min<int64_t>(kQ8MR, m1 - m));
+        // Two planes keep two i32 accumulators per x row: half the rows per micro-kernel, so both
+        // sets and the f32 accumulators stay in registers.
+        const int mstep = planes == 2 ? kQ8MR / 2 : kQ8MR;
+        for (int64_t m = m0; m < m1; m += mstep) {
+          const int mr = int(std::min<int64_t>(mstep, m1 - m));
           const int8_t* xr[kQ8MR];
           const float* dr[kQ8MR];
           const float* sr[kQ8MR];
@@ -242,7 +245,7 @@ static bool matmul_q8act(const float* x, int64_t M, const WeightRef& w, const fl
             dr[i] = dx + (m + i) * gpr + k0 / G;
             sr[i] = xsum + (m + i) * gpr + k0 / G;
           }
-          if (planes == 2) q8act_rows<kQ8MR, 2>(mr, wt, xr, M * K, dr, sr, sc, bi, ng, G, acc + (m - m0) * VL);
+          if (planes == 2) q8act_rows<kQ8MR / 2, 2>(mr, wt, xr, M * K, dr, sr, sc, bi, ng, G, acc + (m - m0) * VL);
           else q8act_rows<kQ8MR, 1>(mr, wt, xr, 0, dr, sr, sc, bi, ng, G, acc + (m - m0) * VL);
         }
       }
