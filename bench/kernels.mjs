@@ -14,9 +14,9 @@
 // The fraction of bandwidth is measured in pairs: each timed GEMV pass is preceded by a bandwidth pass,
 // and the reported fraction is the median of the per-pair ratios, so load from other processes that
 // changes during the run affects both sides of a ratio alike.
-// GEMM: M = 512 rows (the target shape) and M = 64 (a short prompt) against a 4096x4096 weight, f32 and
-// q4 (group 64, bf16), as GFLOP/s = 2*M*N*K / t, timed alternately; the ratio is the median of the
-// per-pair ratios.
+// GEMM: M = 512 rows (the target shape) and M = 64 (a short prompt) against a 4096x4096 weight, f32,
+// q4 and q8 (group 64, bf16), the quantized ones exact and with integer activations (matmul precisions
+// "fast": 16-bit, "int8": 8-bit), as GFLOP/s = 2*M*N*K / t, timed alternately; each ratio is the median of the per-pair ratios.
 // Small ops: per-call latency of kernels that run inline (below the pool's grain) and of small parallel
 // regions, on 1 thread and on the GEMV thread count (thread-pool overhead for decode-sized work).
 // Every figure is the median of several timed passes after a warm-up pass; the 1-min load average is
@@ -166,35 +166,56 @@ const N = 4096, K = 4096;
 const gemmMs = [512, 64];
 const gemms = [];
 if (!only || only === 'gemm') {
-  const wf32 = new Float32Array(arena.buffer, 0, N * K);
+  // One weight each in its own buffer (a GEMM reads its weight from cache-sized panels; no copies needed).
+  const wf32 = new Float32Array(N * K);
   for (let i = 0; i < wf32.length; i++) wf32[i] = ((i * 2654435761) >>> 0) / 2 ** 32 - 0.5;
   setPool(gemvThreads);
   const wF32 = { dtype: native.DType.F32, data: wf32, rows: N, cols: K };
-  const { ws: q4w } = makeWeights('q4', N, K);
+  const quantWeight = (bits) => {
+    const data = randomFillSync(new Uint8Array((N * K * bits) / 8));
+    const scales = new Uint8Array(N * (K / 64) * 2), biases = new Uint8Array(N * (K / 64) * 2);
+    new Uint16Array(scales.buffer).fill(BF16_SCALE);
+    fillBf16(biases, 3);
+    return [{ dtype: native.DType.QAFFINE, data, rows: N, cols: K, bits, groupSize: 64, scaleDtype: native.DType.BF16, scales, biases }];
+  };
+  const q4w = quantWeight(4), q8w = quantWeight(8);
+  // Each case: a weight and the matmul precision (exact: f32 activations; fast: int8 activations, see
+  // setMatmulPrecision). All timed alternately in the same loop, so each ratio pairs like with like.
+  const cases = [
+    ['f32', wF32, 'exact'], ['q4', q4w[0], 'exact'], ['q4_fast', q4w[0], 'fast'], ['q4_int8', q4w[0], 'int8'],
+    ['q8', q8w[0], 'exact'], ['q8_fast', q8w[0], 'fast'], ['q8_int8', q8w[0], 'int8'],
+  ];
   for (const M of gemmMs) {
     const gx = new Float32Array(M * K);
     for (let i = 0; i < gx.length; i++) gx[i] = Math.cos(i * 0.011) * 0.5;
     const gy = new Float32Array(M * N);
-    const gemmOnce = (w) => {
+    const gemmOnce = (w, mode) => {
+      native.setMatmulPrecision(mode);
       const t0 = now();
       native.matmul(gx, M, w, null, gy);
       return now() - t0;
     };
-    gemmOnce(wF32);
-    gemmOnce(q4w[0]);
-    const tf = [], tq = [], gr = [];
+    for (const [, w, mode] of cases) gemmOnce(w, mode);
+    const times = cases.map(() => []), ratios = [];
     // Small M is fast: several calls per timing so each sample is well above timer noise.
     const reps = Math.max(1, Math.round(512 / M));
     for (let r = 0; r < runs; r++) {
-      let a = 0, b = 0;
-      for (let i = 0; i < reps; i++) a += gemmOnce(wF32);
-      for (let i = 0; i < reps; i++) b += gemmOnce(q4w[0]);
-      tf.push(a / reps);
-      tq.push(b / reps);
-      gr.push(a / b);
+      const t = cases.map(([, w, mode]) => {
+        let a = 0;
+        for (let i = 0; i < reps; i++) a += gemmOnce(w, mode);
+        return a / reps;
+      });
+      t.forEach((v, i) => times[i].push(v));
+      ratios.push({ q4: t[0] / t[1], q4_fast: t[1] / t[2], q4_int8: t[1] / t[3], q8_fast: t[4] / t[5], q8_int8: t[4] / t[6] });
     }
+    native.setMatmulPrecision('exact');
     const flop = 2 * M * N * K;
-    gemms.push({ M, N, K, f32: flop / median(tf) / 1e9, q4: flop / median(tq) / 1e9, ratio: median(gr) });
+    const g = { M, N, K };
+    cases.forEach(([name], i) => { g[name] = flop / median(times[i]) / 1e9; });
+    g.ratio = median(ratios.map((x) => x.q4));
+    // Speed-ups over the exact path of the same weight, each the median of per-pass ratios.
+    for (const k of ['q4_fast', 'q4_int8', 'q8_fast', 'q8_int8']) g[`${k}_speedup`] = median(ratios.map((x) => x[k]));
+    gemms.push(g);
   }
 }
 const gemm = gemms.find((g) => g.M === 512) ?? null;
@@ -256,7 +277,11 @@ else {
     log('');
   }
   for (const g of gemms)
-    log(`GEMM (M = ${g.M}, ${N}x${K} weight, ${gemvThreads} threads): f32 ${g.f32.toFixed(1)} GFLOP/s, q4 ${g.q4.toFixed(1)} GFLOP/s, q4/f32 = ${(100 * g.ratio).toFixed(0)}%`);
+    log(
+      `GEMM (M = ${g.M}, ${N}x${K} weight, ${gemvThreads} threads): f32 ${g.f32.toFixed(1)} GFLOP/s, q4 ${g.q4.toFixed(1)} GFLOP/s, q4/f32 = ${(100 * g.ratio).toFixed(0)}% | ` +
+        `integer activations: q4 fast ${g.q4_fast.toFixed(1)} (${g.q4_fast_speedup.toFixed(2)}x exact) / int8 ${g.q4_int8.toFixed(1)} (${g.q4_int8_speedup.toFixed(2)}x); ` +
+        `q8 exact ${g.q8.toFixed(1)}, fast ${g.q8_fast.toFixed(1)} (${g.q8_fast_speedup.toFixed(2)}x) / int8 ${g.q8_int8.toFixed(1)} (${g.q8_int8_speedup.toFixed(2)}x) GFLOP/s`,
+    );
   if (gemms.length) log('');
   if (small.length) {
     log(`small ops, us per call (1 thread / ${gemvThreads} threads):`);

@@ -55,6 +55,16 @@ export declare function alloc(bytes: number): ArrayBuffer;
 export declare function mmapFile(path: string): ArrayBuffer;
 
 export declare function matmul(x: Float32Array, M: number, w: NativeWeight, bias: Float32Array | null, out: Float32Array): void;
+/**
+ * Process-wide matmul precision. "exact" (the default): activations stay f32 in every matmul. "fast":
+ * matmuls with M > 8 rows over 4-bit (and, with VNNI, 8-bit) MLX affine weights round x per weight group
+ * to 16-bit integers (two int8 digit planes, error <= 1/65278 of the group's largest |x|) and use integer
+ * dot products (VNNI / AVX2 / Arm SDOT variants; others stay exact). "int8": the same with one int8
+ * plane (error <= 1/254; faster still, see docs/benchmarks.md). Returns the mode set.
+ */
+export type MatmulPrecision = 'exact' | 'fast' | 'int8';
+export declare function setMatmulPrecision(mode: MatmulPrecision): MatmulPrecision;
+export declare function matmulPrecision(): MatmulPrecision;
 export declare function gather(ids: Int32Array, w: NativeWeight, out: Float32Array): void;
 export declare function rmsNorm(x: Float32Array, rows: number, dim: number, weight: Float32Array | null, eps: number, plusOne: boolean, out: Float32Array): void;
 export declare function layerNorm(x: Float32Array, rows: number, dim: number, weight: Float32Array | null, bias: Float32Array | null, eps: number, out: Float32Array): void;
@@ -183,3 +193,10 @@ export declare function kvImport(store: KvStoreDesc, slots: Int32Array, image: K
 
 declare const native: Record<string, unknown>;
 export default native;
+
+/** Native time per op kind since startProfile (matmul split into GEMV, M <= 8, and GEMM). */
+export interface OpProfile { [kind: string]: { calls: number; ms: number } }
+/** Starts timing every kernel call (clears earlier counts). Costs nothing measurable while off. */
+export declare function startProfile(): void;
+/** Stops timing and returns the per-kind totals, largest first. */
+export declare function stopProfile(): OpProfile;

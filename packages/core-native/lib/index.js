@@ -9,15 +9,18 @@ export const { DType, UnaryOp, BinaryOp } = api;
 
 export const {
   cpuInfo, setIsa, setThreads, alloc, mmapFile,
-  matmul, gather, rmsNorm, layerNorm, softmax, unary, binary, affine, linearCombine, rope, attention,
+  matmul, gather, setMatmulPrecision, matmulPrecision, rmsNorm, layerNorm, softmax, unary, binary, affine, linearCombine, rope, attention,
   toF32, fromF32, quantize, argmax, topk, streamSum,
 } = api;
+
+// Per-op-kind native timing (profile.cjs).
+export const { startProfile, stopProfile } = api;
 
 // Audio kernels (src/bind_audio.cc).
 export const { logMel, conv2d, dwconv1dCausal, localAttention, clamp, glu } = api;
 
 // Vision kernels (src/bind_vision.cc).
-export const { dwconv2d } = native;
+export const { dwconv2d } = api;
 
 // KV stores and batched attention over them (src/bind_kv.cc, src/bind_attention.cc).
 export const { kvWrite, kvRead, kvExport, kvImport } = api;

@@ -104,5 +104,10 @@ const BinaryOp = Object.freeze({ ADD: 0, SUB: 1, MUL: 2, DIV: 3, MAX: 4 });
 
 const { native, error } = load();
 /** The package's exports: every binding by name, the op codes, and `default` (the addon itself). */
-const api = native ? { ...native, DType, UnaryOp, BinaryOp, default: native } : null;
+// Every kernel (not the set-up functions) is timed while a profile runs (`mlxcel bench --profile`, profile.cjs).
+const { withProfiling, startProfile, stopProfile } = require('./profile.cjs');
+const UNTIMED = new Set(['cpuInfo', 'setIsa', 'setThreads', 'alloc', 'mmapFile', 'setMatmulPrecision', 'matmulPrecision']);
+const api = native
+  ? { ...withProfiling(native, Object.keys(native).filter((k) => !UNTIMED.has(k))), startProfile, stopProfile, DType, UnaryOp, BinaryOp, default: native }
+  : null;
 module.exports = { api, error };

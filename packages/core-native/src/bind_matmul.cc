@@ -1,9 +1,16 @@
-// matmul(x, M, weight, bias|null, out) and gather(ids, weight, out).
+// matmul(x, M, weight, bias|null, out), gather(ids, weight, out) and the process-wide matmul precision
+// (setMatmulPrecision / matmulPrecision): "exact" (default) keeps activations f32 everywhere; "fast" and
+// "int8" let quantized GEMMs (M > 8) quantize activations per weight group to 16 bits (two int8 digit
+// planes) or 8 bits and use integer dot products (isa/gemm_q8act.h).
+#include <atomic>
+
 #include "args.h"
 #include "bindings.h"
 
 namespace mlx {
 namespace {
+
+std::atomic<int> g_act_planes{0};  // 0: exact, 2: "fast", 1: "int8"
 
 Napi::Value Matmul(const Napi::CallbackInfo& info) {
   const char* fn = "matmul";
@@ -12,8 +19,25 @@ Napi::Value Matmul(const Napi::CallbackInfo& info) {
   const float* x = f32_arg(info[0], fn, "x", count_of(info.Env(), fn, M, w.cols));
   const float* bias = is_nullish(info[3]) ? nullptr : f32_arg(info[3], fn, "bias", w.rows);
   float* y = f32_arg(info[4], fn, "out", count_of(info.Env(), fn, M, w.rows));
-  if (M > 0 && w.rows > 0) kernels().matmul(x, M, w, bias, y);
+  if (M > 0 && w.rows > 0) {
+    const KernelTable& k = kernels();
+    const int planes = g_act_planes.load(std::memory_order_relaxed);
+    if (!(planes && k.matmul_q8act(x, M, w, bias, y, planes))) k.matmul(x, M, w, bias, y);
+  }
   return info.Env().Undefined();
+}
+
+Napi::Value SetMatmulPrecision(const Napi::CallbackInfo& info) {
+  const std::string mode = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : std::string();
+  if (mode != "exact" && mode != "fast" && mode != "int8")
+    throw_type(info.Env(), "setMatmulPrecision: mode must be \"exact\", \"fast\" or \"int8\"");
+  g_act_planes.store(mode == "fast" ? 2 : mode == "int8" ? 1 : 0);
+  return Napi::String::New(info.Env(), mode);
+}
+
+Napi::Value MatmulPrecision(const Napi::CallbackInfo& info) {
+  const int planes = g_act_planes.load();
+  return Napi::String::New(info.Env(), planes == 2 ? "fast" : planes == 1 ? "int8" : "exact");
 }
 
 Napi::Value Gather(const Napi::CallbackInfo& info) {
@@ -36,6 +60,8 @@ Napi::Value Gather(const Napi::CallbackInfo& info) {
 void RegisterMatmul(Napi::Env env, Napi::Object exports) {
   exports.Set("matmul", Napi::Function::New(env, Matmul, "matmul"));
   exports.Set("gather", Napi::Function::New(env, Gather, "gather"));
+  exports.Set("setMatmulPrecision", Napi::Function::New(env, SetMatmulPrecision, "setMatmulPrecision"));
+  exports.Set("matmulPrecision", Napi::Function::New(env, MatmulPrecision, "matmulPrecision"));
 }
 
 }  // namespace mlx

@@ -1,5 +1,5 @@
 // Scalar half-precision conversions (IEEE binary16 and bfloat16). Hot loops use the vector forms in
-// isa/kernels_impl.h; these serve bindings, quantization and tails.
+// isa/primitives.h; these serve bindings, quantization and tails.
 #pragma once
 #include <cstdint>
 #include <cstring>

@@ -167,6 +167,10 @@ struct KernelTable {
   const char* name;
   // y[M, N] = x[M, K] . W^T (+ bias[N] when bias != nullptr), K = w.cols, N = w.rows.
   void (*matmul)(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y);
+  // The same with x quantized per weight group to `planes` int8 digit planes (1: int8, 2: 16-bit;
+  // isa/gemm_q8act.h): returns false, y untouched, where it does not apply (then matmul must run); used
+  // only in the "fast" (2 planes) and "int8" (1 plane) matmul precisions.
+  bool (*matmul_q8act)(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int planes);
   // out[i, :] = W[ids[i], :] dequantized to f32.
   void (*gather_rows)(const int32_t* ids, int64_t n, const WeightRef& w, float* out);
   // RMSNorm; w may be null (no scale); plus_one uses (1 + w) as Gemma does.

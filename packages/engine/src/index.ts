@@ -11,7 +11,7 @@ export { StopMatcher } from './stop.js';
 export { TokenEmitter } from './token-emitter.js';
 export { BatchScheduler, BatchedGeneration, type SchedulerOptions } from './batch.js';
 export { traceModel, writeTrace, compareTraces, perplexity, type TraceOptions, type TraceResult, type TraceComparison, type TensorComparison } from './trace.js';
-export { randomModel, shrinkLayers, ensureDemoModel, defaultCacheDir, type RandomModelOptions } from './random.js';
+export { randomModel, randomCheckpoint, shrinkLayers, ensureDemoModel, defaultCacheDir, type RandomModelOptions } from './random.js';
 export { audioModelOf, audioPrompt, traceAudio, type AudioPrompt } from './audio.js';
 export * from './constraint/index.js';
 export * from './tools/index.js';

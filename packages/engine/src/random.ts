@@ -6,7 +6,7 @@ import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { writeSafetensors, type LanguageModel, type Tensor } from '@mlxcel/tensor';
+import { writeSafetensors, type LanguageModel, type Tensor, type WeightStore } from '@mlxcel/tensor';
 import { MlxcelError } from './errors.js';
 import { readJson } from './load.js';
 import { architectureFor } from './registry.js';
@@ -42,14 +42,23 @@ export function shrinkLayers(config: Record<string, unknown>, layers: number): R
   return top;
 }
 
-export function randomModel(config: Record<string, unknown>, opts: RandomModelOptions = {}): LanguageModel {
+/**
+ * The random checkpoint randomModel loads: the config as loaded (cut to `layers`, with the quantization
+ * block) and its weight store. Exposed so other engines can be given the very same weights
+ * (`pnpm bench peers` writes them to GGUF files for llama.cpp).
+ */
+export function randomCheckpoint(config: Record<string, unknown>, opts: RandomModelOptions = {}): { config: Record<string, unknown>; weights: WeightStore } {
   const cfg = opts.layers ? shrinkLayers(config, opts.layers) : config;
   const arch = architectureFor(cfg);
   if (!arch.randomWeights) throw new MlxcelError('UNSUPPORTED', `model_type ${String(cfg.model_type)} cannot build random weights`);
   const q = opts.quantize;
   const full = q ? { ...cfg, quantization: { group_size: q.groupSize, bits: q.bits, mode: 'affine' } } : cfg;
-  const weights = arch.randomWeights(full, { seed: opts.seed ?? 0, quantize: q });
-  return arch.load({ config: full, weights });
+  return { config: full, weights: arch.randomWeights(full, { seed: opts.seed ?? 0, quantize: q }) };
+}
+
+export function randomModel(config: Record<string, unknown>, opts: RandomModelOptions = {}): LanguageModel {
+  const ck = randomCheckpoint(config, opts);
+  return architectureFor(ck.config).load(ck);
 }
 
 const DEMO_ASSETS = join(dirname(fileURLToPath(import.meta.url)), '..', 'assets', 'demo');

@@ -7,11 +7,12 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { BatchScheduler, DEFAULT_PREFILL_CHUNK, prefill, randomModel, readJson, type LoadedModel } from '@mlxcel/engine';
 import { ops, type LanguageModel } from '@mlxcel/tensor';
-import { cpuInfo } from '@mlxcel/core-native';
+import { cpuInfo, matmulPrecision, startProfile, stopProfile, type OpProfile } from '@mlxcel/core-native';
 import { UsageError } from '../errors.js';
 import { int, quantFlag } from '../parse.js';
 import { formatBytes, info } from '../ui/output.js';
 import { openModel } from './model-arg.js';
+import { addMatmulFlag, applyMatmulPrecision } from '../matmul-precision.js';
 
 export interface BenchResult {
   model: string;
@@ -24,6 +25,9 @@ export interface BenchResult {
   weight_bytes: number;
   threads: number;
   isa: string;
+  matmul: string;
+  /** With `profile`: native time per op kind in the measured prefill and decode (wall ms alongside). */
+  profile?: { prefill: OpProfile; prefill_ms: number; decode: OpProfile; decode_ms: number };
 }
 
 function randomIds(n: number, vocab: number, seed: number): Int32Array {
@@ -36,7 +40,7 @@ function randomIds(n: number, vocab: number, seed: number): Int32Array {
   return out;
 }
 
-export function runBench(model: LanguageModel, name: string, promptTokens: number, genTokens: number, kvCache?: string): BenchResult {
+export function runBench(model: LanguageModel, name: string, promptTokens: number, genTokens: number, kvCache?: string, profile = false): BenchResult {
   const chunk = model.prefillChunk === null ? 0 : model.prefillChunk || DEFAULT_PREFILL_CHUNK;
   const V = model.vocabSize;
   // Warm-up: touches every weight page and JIT-compiles the JS paths.
@@ -47,9 +51,12 @@ export function runBench(model: LanguageModel, name: string, promptTokens: numbe
   }
   const ids = randomIds(promptTokens, V, 1234);
   const state = model.newState({ kvCache });
+  if (profile) startProfile();
   const t0 = performance.now();
   let logits = prefill(model, state, ids, chunk);
   const t1 = performance.now();
+  const prefillOps = profile ? stopProfile() : undefined;
+  if (profile) startProfile();
   let tok = ops.argmax(logits, V)[0]!;
   const tFirst = performance.now();
   for (let i = 1; i < genTokens; i++) {
@@ -57,6 +64,7 @@ export function runBench(model: LanguageModel, name: string, promptTokens: numbe
     tok = ops.argmax(logits, V)[0]!;
   }
   const t2 = performance.now();
+  const decodeOps = profile ? stopProfile() : undefined;
   const info0 = cpuInfo();
   return {
     model: name,
@@ -69,7 +77,26 @@ export function runBench(model: LanguageModel, name: string, promptTokens: numbe
     weight_bytes: model.stats.weightBytes,
     threads: info0.threads,
     isa: info0.isa,
+    matmul: matmulPrecision(),
+    ...(prefillOps && decodeOps ? { profile: { prefill: prefillOps, prefill_ms: t1 - t0, decode: decodeOps, decode_ms: t2 - tFirst } } : {}),
   };
+}
+
+/** The --profile table: native ms per op kind and its share of the phase's wall time; the rest is JS and N-API. */
+export function profileTable(p: NonNullable<BenchResult['profile']>, genTokens: number): string {
+  const kinds = [...new Set([...Object.keys(p.prefill), ...Object.keys(p.decode)])];
+  kinds.sort((a, b) => (p.prefill[b]?.ms ?? 0) + (p.decode[b]?.ms ?? 0) - (p.prefill[a]?.ms ?? 0) - (p.decode[a]?.ms ?? 0));
+  const steps = Math.max(1, genTokens - 1);
+  const pct = (ms: number, of: number) => `${((100 * ms) / Math.max(1e-9, of)).toFixed(1)}%`;
+  const rows = ['op kind                    prefill ms  (share)  calls | decode ms/token  (share)  calls/token'];
+  const line = (k: string, a: { calls: number; ms: number } | undefined, b: { calls: number; ms: number } | undefined) =>
+    `${k.padEnd(26)} ${(a?.ms ?? 0).toFixed(1).padStart(10)} ${pct(a?.ms ?? 0, p.prefill_ms).padStart(8)} ${String(a?.calls ?? 0).padStart(6)} | ` +
+    `${((b?.ms ?? 0) / steps).toFixed(3).padStart(15)} ${pct(b?.ms ?? 0, p.decode_ms).padStart(8)} ${((b?.calls ?? 0) / steps).toFixed(1).padStart(12)}`;
+  for (const k of kinds) rows.push(line(k, p.prefill[k], p.decode[k]));
+  const sum = (o: OpProfile) => Object.values(o).reduce((a, e) => a + e.ms, 0);
+  rows.push(line('(JS, N-API and the rest)', { calls: 0, ms: p.prefill_ms - sum(p.prefill) }, { calls: 0, ms: p.decode_ms - sum(p.decode) }));
+  rows.push(line('total (wall)', { calls: 0, ms: p.prefill_ms }, { calls: 0, ms: p.decode_ms }));
+  return rows.join('\n');
 }
 
 export interface BatchBenchResult {
@@ -119,7 +146,7 @@ export async function runBatchBench(
 }
 
 export function registerBench(program: Command): void {
-  program
+  const cmd = program
     .command('bench')
     .description('measure prefill and decode throughput (load once, warm up, measured run)')
     .option('-m, --model <dir|repo>', 'model folder or Hugging Face repo id')
@@ -130,8 +157,11 @@ export function registerBench(program: Command): void {
     .option('--gen-tokens <n>', 'tokens to generate', int('--gen-tokens', 1), 32)
     .option('--kv-cache <kind>', 'KV cache storage kind')
     .option('--concurrency <n>', 'run n requests together through the continuous-batching scheduler (as mlxcel serve does)', int('--concurrency', 1, 256), 1)
-    .option('--json', 'print the result as JSON')
+    .option('--profile', 'also print native time per op kind in the measured prefill and decode')
+    .option('--json', 'print the result as JSON');
+  addMatmulFlag(cmd, 'fast')
     .action(async (o: Record<string, unknown>) => {
+      applyMatmulPrecision(o);
       let model: LanguageModel;
       let name: string;
       if (o.random) {
@@ -159,13 +189,15 @@ export function registerBench(program: Command): void {
           );
         return;
       }
-      const r = runBench(model, name, o.promptTokens as number, o.genTokens as number, o.kvCache as string | undefined);
+      if (o.profile && (o.concurrency as number) > 1) throw new UsageError('--profile measures one stream: drop --concurrency');
+      const r = runBench(model, name, o.promptTokens as number, o.genTokens as number, o.kvCache as string | undefined, Boolean(o.profile));
       if (o.json) process.stdout.write(`${JSON.stringify(r)}\n`);
       else
         info(
           `${r.model}\nprefill ${r.prefill_tok_s.toFixed(1)} tok/s (${r.prompt_tokens} tokens) | decode ${r.decode_tok_s.toFixed(2)} tok/s ` +
             `(${r.gen_tokens} tokens) | TTFT ${r.ttft_ms.toFixed(0)} ms | peak RSS ${formatBytes(r.peak_rss_bytes)} | ` +
-            `weights ${formatBytes(r.weight_bytes)} | ${r.threads} threads, ${r.isa}`,
+            `weights ${formatBytes(r.weight_bytes)} | ${r.threads} threads, ${r.isa}, --matmul ${r.matmul}`,
         );
+      if (!o.json && r.profile) info(profileTable(r.profile, r.gen_tokens));
     });
 }

@@ -7,6 +7,7 @@ import { collect, int } from '../parse.js';
 import { addSamplingFlags, samplingOptions } from '../sampling.js';
 import { dim, formatBytes, info } from '../ui/output.js';
 import { openModel } from './model-arg.js';
+import { addMatmulFlag, applyMatmulPrecision } from '../matmul-precision.js';
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -41,7 +42,9 @@ export function registerGenerate(program: Command): void {
     .option('--max-soft-tokens <n>', 'Gemma 4: soft-token budget per image (70, 140, 280, 560, 1120)', int('--max-soft-tokens', 1))
     .option('--no-vision', 'do not load the vision tower (saves its memory; image input is refused)')
     .option('--json', 'print one JSON object (text, token ids, stats) instead of streaming');
+  addMatmulFlag(cmd, 'fast');
   addSamplingFlags(cmd).action(async (o: Record<string, unknown>) => {
+    applyMatmulPrecision(o);
     const demo = Boolean(o.demo && !o.model);
     // The random-weight demo prints meaningless text: keep it short unless asked otherwise.
     if (demo && o.maxTokens === undefined) o.maxTokens = 48;

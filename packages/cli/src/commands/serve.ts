@@ -5,11 +5,12 @@ import { startServer, type DownloadProgress } from '@mlxcel/server';
 import { UsageError } from '../errors.js';
 import { int, num } from '../parse.js';
 import { info, Progress, yellow } from '../ui/output.js';
+import { addMatmulFlag, applyMatmulPrecision } from '../matmul-precision.js';
 
 const list = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
 
 export function registerServe(program: Command): void {
-  program
+  const cmd = program
     .command('serve')
     .description('serve a model over an OpenAI-compatible HTTP API (/v1/chat/completions, /v1/completions, /v1/models, /health, /metrics)')
     .option('-m, --model <dir|repo>', 'model folder or Hugging Face repo id')
@@ -28,8 +29,10 @@ export function registerServe(program: Command): void {
     .option('--no-webui', 'do not serve the chat web page on GET /')
     .option('--chat-template <file>', 'use this Jinja chat template instead of the model\'s')
     .option('--kv-cache <kind>', 'KV cache storage: f32, f16, bf16, q8, k8v4 (where the model supports it)')
-    .option('--max-body-bytes <n>', 'largest request body', int('--max-body-bytes', 1024), 16 * 1024 * 1024)
+    .option('--max-body-bytes <n>', 'largest request body', int('--max-body-bytes', 1024), 16 * 1024 * 1024);
+  addMatmulFlag(cmd, 'fast')
     .action(async (o: Record<string, unknown>) => {
+      applyMatmulPrecision(o);
       let model = o.model as string | undefined;
       if (!model) {
         if (!o.demo) throw new UsageError('--model is required (a model folder or a Hugging Face repo id such as mlx-community/gemma-3n-E2B-it-4bit), or pass --demo');

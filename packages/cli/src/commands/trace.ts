@@ -12,6 +12,7 @@ import { SafetensorsFile, toTokenIds, writeSafetensors, type Tensor } from '@mlx
 import { UsageError } from '../errors.js';
 import { collect, idList, int, num } from '../parse.js';
 import { info } from '../ui/output.js';
+import { addMatmulFlag, applyMatmulPrecision } from '../matmul-precision.js';
 
 export function registerTrace(program: Command): void {
   const trace = program
@@ -32,6 +33,7 @@ export function registerTrace(program: Command): void {
     .option('-o, --out <file>', 'output .safetensors')
     .option('--margin <m>', 'compare: top-1 margin for a "decided" disagreement', num('--margin', 0), 0.1)
     .option('--json', 'compare: machine-readable output');
+  addMatmulFlag(trace, 'exact');
   trace.action(async (mode: string | undefined, files: string[], o: Record<string, unknown>) => {
     if (mode === 'compare') {
       if (files.length !== 2) throw new UsageError('trace compare needs two files: A.safetensors B.safetensors');
@@ -63,6 +65,7 @@ export function registerTrace(program: Command): void {
       if (!f.has('input_ids')) throw new UsageError(`${o.idsFile} has no input_ids tensor`);
       ids = f.get('input_ids').toI32().slice();
     }
+    applyMatmulPrecision(o);
     const loaded = await loadModel(o.model as string, { tokenizer: 'none' });
     const extra: Record<string, Tensor> = {};
     if (o.waveform) {

@@ -34,7 +34,7 @@ static_assert(TK % VL == 0 && NT * QR == 8, "tile / vector width mismatch");
 static inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 // f16 -> f32 for VL elements: the F16C/AVX-512 conversion instruction where the variant has it (exact,
-// subnormals and inf/nan included), else the generic bit manipulation of kernels_impl.h.
+// subnormals and inf/nan included), else the generic bit manipulation of primitives.h (load_f16).
 static inline vf fast_f16(const uint8_t* p) {
 #if defined(__AVX512F__) && MLX_VL == 16
   return (vf)_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));

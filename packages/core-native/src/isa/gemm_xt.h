@@ -1,27 +1,21 @@
 // ---- Transposed-x GEMM (included by kernels_impl.h inside the variant namespace) ----
 // matmul's prefill kernel for f32 weights (M > 2 * kGemvMaxM), which it reads in place; weights that
-// need decoding go to the dot-form kernel of gemm_dot.h, measured faster for them. This kernel handles
-// every dtype all the same. The small operand, x, is packed once per call,
-// transposed into tiles of MW = 2 * VL rows ([k][MW] per tile); the weight is never transposed: float
-// weights are read in place and the others are decoded a block of rows at a time, in their natural row
-// layout, with vectorized decoders. A micro-kernel then broadcasts one weight element per row and
+// need decoding go to the dot-form kernel of gemm_dot.h, measured faster for them. The small operand,
+// x, is packed once per call, transposed into tiles of MW = 2 * VL rows ([k][MW] per tile); the weight
+// is never transposed or copied. A micro-kernel then broadcasts one weight element per row and
 // multiplies it into two x vectors (MW rows of x), NR weight rows at a time, keeping NR x 2 vector
 // accumulators: per k, 2 vector loads + NR broadcasts for 2 * NR FMAs.
 // (An earlier version packed every weight panel transposed, one scalar store per element, which cost as
 // much as the arithmetic for prompts of a few dozen tokens; x is 1-2 orders of magnitude smaller than
 // the weight, so transposing it instead is almost free.)
-//
-// 4-bit codes are decoded in the pair-permuted order of decode_q4 (per 2 * VL codes: the even elements,
-// then the odd ones); the x pack applies the same permutation to k, so no shuffle is needed anywhere.
 
 constexpr int kXtMW = 2 * VL;         // rows of x per tile (two vectors)
 constexpr int kXtNR = 6;              // weight rows per micro-kernel call: 12 accumulators
 constexpr int kXtPanel = 4 * kXtNR;   // weight rows per task unit
-constexpr int64_t kXtKBlock = 256;    // K per block: 24 decoded rows x 256 x 4 B = 24 KB
+constexpr int64_t kXtKBlock = 256;    // K per block: 24 rows x 256 x 4 B = 24 KB of W per pass
 
-// Packs x into tiles: xt[(t * K + k') * MW + l] = x[t * MW + l, k] where k' is k's position in the
-// decode order; rows past M are zero.
-static void xt_pack(const float* x, int64_t M, int64_t K, bool pairs, float* xt) {
+// Packs x into tiles: xt[(t * K + k) * MW + l] = x[t * MW + l, k]; rows past M are zero.
+static void xt_pack(const float* x, int64_t M, int64_t K, float* xt) {
   const int64_t tiles = (M + kXtMW - 1) / kXtMW;
   parallel_for(tiles, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; t++)
@@ -33,14 +27,7 @@ static void xt_pack(const float* x, int64_t M, int64_t K, bool pairs, float* xt)
           continue;
         }
         const float* src = x + m * K;
-        int64_t k = 0;
-        if (pairs)  // K % (2 * VL) == 0 here (whole groups)
-          for (; k < K; k += 2 * VL)
-            for (int j = 0; j < VL; j++) {
-              dst[(k + j) * kXtMW] = src[k + 2 * j];
-              dst[(k + VL + j) * kXtMW] = src[k + 2 * j + 1];
-            }
-        for (; k < K; k++) dst[k * kXtMW] = src[k];
+        for (int64_t k = 0; k < K; k++) dst[k * kXtMW] = src[k];
       }
   });
 }
@@ -101,21 +88,17 @@ static inline void xt_tile(int nr, int mv, const float* xt, const float* const* 
   }
 }
 
-static void gemm(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y) {
+// y[M, N] = x[M, K] . W^T (+ bias) for an f32 weight W [N, K].
+static void gemm_f32(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y) {
   const int64_t K = w.cols, N = w.rows;
-  const bool pairs = decodes_pair_permuted(w);
   static thread_local Scratch s_xt;  // the calling thread's; workers only read it
   float* xt = s_xt.get<float>(size_t(((M + kXtMW - 1) / kXtMW) * kXtMW * K));
-  xt_pack(x, M, K, pairs, xt);
+  xt_pack(x, M, K, xt);
   const int64_t tiles = (M + kXtMW - 1) / kXtMW;
-  // Quantized blocks start on group boundaries (the decoders work group by group).
-  int64_t kb = kXtKBlock;
-  if (w.dtype == kQAffine) kb = std::max<int64_t>(w.group, (kXtKBlock / w.group) * w.group);
-  const bool in_place = w.dtype == kF32;
+  const int64_t kb = kXtKBlock;
+  const float* wf = reinterpret_cast<const float*>(w.data);
   const int64_t panels = (N + kXtPanel - 1) / kXtPanel;
   parallel_for(panels, 1, [&](int64_t p0, int64_t p1) {
-    static thread_local Scratch s_block;
-    float* block = in_place ? nullptr : s_block.get<float>(size_t(kXtPanel * kb));
     float out[kXtNR][kXtMW];
     for (int64_t p = p0; p < p1; p++) {
       const int64_t n0 = p * kXtPanel;
@@ -125,14 +108,7 @@ static void gemm(const float* x, int64_t M, const WeightRef& w, const float* bia
       for (int64_t k0 = 0; k0 < K; k0 += kb) {
         const int64_t kc = std::min<int64_t>(kb, K - k0);
         const float* wr[kXtPanel];
-        for (int j = 0; j < np; j++) {
-          if (in_place) {
-            wr[j] = reinterpret_cast<const float*>(w.data) + (n0 + j) * K + k0;
-          } else {
-            decode_row_block(w, n0 + j, k0, kc, block + j * kb);
-            wr[j] = block + j * kb;
-          }
-        }
+        for (int j = 0; j < np; j++) wr[j] = wf + (n0 + j) * K + k0;
         for (int64_t t = 0; t < tiles; t++) {
           const float* xb = xt + (t * K + k0) * kXtMW;
           const int64_t m0 = t * kXtMW;

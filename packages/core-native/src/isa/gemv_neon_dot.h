@@ -3,7 +3,7 @@
 // Armv8.2 dot-product extension (isa_neon_dotprod.cc, -march=armv8.2-a+dotprod; cpu.cc selects it when
 // the CPU reports it: Apple M1 and later, Neoverse N1/V1 and later, Cortex-A55/A76 and later).
 //
-// Same exact 3-piece split of x as the x86 integer-dot paths (kPlaneT, plane_digits in kernels_impl.h):
+// Same exact 3-piece split of x as the x86 integer-dot paths (kPlaneT, plane_digits in gemv_int_dot.h):
 // per quantization group, x ~= sx * (d2 * 65536 + d1 * 256 + d0) with signed 8-bit digits, which
 // represents x to 23 bits relative to the group's largest element (an f32-exact split, not an 8-bit
 // activation quantization). SDOT (s8 x s8 -> s32, 4 products per lane) then replaces the per-code

@@ -8,7 +8,7 @@
 #include <functional>
 #include <memory>
 #if defined(__SSE2__)
-#include <emmintrin.h>  // the x86-64 baseline: code decoders (kernels_impl.h)
+#include <emmintrin.h>  // the x86-64 baseline: code decoders (decoders.h)
 #endif
 
 #define MLX_NS isa_scalar

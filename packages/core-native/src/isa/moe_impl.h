@@ -72,9 +72,9 @@ static void moe_act_mul(int op, const float* g, const float* u, int64_t n, float
   }
 }
 
-// Rows of activations prepared for the single-row GEMV kernels of kernels_impl.h: the 4-bit fast path
-// reads x permuted (permute_for_q4) and every quantized path needs per-group sums of x. Built once per
-// call, not once per (pair, row block).
+// Rows of activations prepared for the single-row GEMV kernels of gemv_float.h / gemv_quant.h: the
+// 4-bit fast path reads x permuted (permute_for_q4) and every quantized path needs per-group sums of x.
+// Built once per call, not once per (pair, row block).
 struct MoeGemvInput {
   MoeBuf xp, xsum;
   const float* xs = nullptr;

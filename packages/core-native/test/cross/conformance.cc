@@ -557,6 +557,98 @@ void test_matmul() {
   }
 }
 
+// ---- q8act: the fast-activation GEMM (isa/gemm_q8act.h) ---------------------------------------
+// Where a variant takes a case (matmul_q8act returns true) the result must equal the path's definition,
+//   y = sum_g ( s * dx * sum_{c in g} q * xq + b * sum_{c in g} x ) + bias,
+//   dx = max_g |x| / T (f32), xq = round_half_even(f32(x * f32(T / max))), T = 127 (1 plane) or 32639 (2),
+// relative to sum_g |s dx| sum |q xq| + |b| sum |x| + |bias| <= 4e-6 (as matmul); where it declines, y
+// must be untouched. Variants with a byte dot product must take 4-bit cases (and VNNI ones 8-bit).
+
+double round_half_even(double v) {
+  const double r = std::nearbyint(v);  // default rounding mode: to nearest, ties to even
+  return r;
+}
+
+void q8act_case(const TestWeight& w, const std::vector<float>& x, int64_t M, const float* bias, int planes, const std::string& label) {
+  const float T = planes == 2 ? 32639.f : 127.f;
+  const int64_t K = w.cols, N = w.rows, G = w.group, gpr = K / G, row_bytes = K * w.bits / 8;
+  std::vector<double> ref(size_t(M * N)), l1(size_t(M * N));
+  std::vector<int32_t> xq(size_t(M * K));
+  std::vector<double> dx(size_t(M * gpr)), xs(size_t(M * gpr)), xa(size_t(M * gpr));
+  for (int64_t m = 0; m < M; m++)
+    for (int64_t g = 0; g < gpr; g++) {
+      float mx = 0;
+      double s = 0, a = 0;
+      for (int64_t c = g * G; c < (g + 1) * G; c++) {
+        mx = std::max(mx, std::fabs(x[m * K + c]));
+        s += x[m * K + c];
+        a += std::fabs(x[m * K + c]);
+      }
+      dx[m * gpr + g] = double(mx / T);
+      xs[m * gpr + g] = s;
+      xa[m * gpr + g] = a;
+      const float inv = mx > 0 ? T / mx : 0.f;
+      for (int64_t c = g * G; c < (g + 1) * G; c++) {
+        volatile float p = x[m * K + c] * inv;  // one f32 rounding, as the kernel's multiply
+        xq[m * K + c] = int32_t(round_half_even(p));
+      }
+    }
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t m = 0; m < M; m++) {
+      double acc = bias ? bias[n] : 0, mag = bias ? std::fabs(bias[n]) : 0;
+      for (int64_t g = 0; g < gpr; g++) {
+        const double sc = float_at(w.scales.data(), w.sd, n * gpr + g), bi = float_at(w.biases.data(), w.sd, n * gpr + g);
+        double dot = 0, dm = 0;
+        for (int64_t c = g * G; c < (g + 1) * G; c++) {
+          const double q = mlx_code(w.data() + n * row_bytes, w.bits, c);
+          dot += q * xq[m * K + c];
+          dm += q * std::abs(xq[m * K + c]);
+        }
+        acc += sc * dx[m * gpr + g] * dot + bi * xs[m * gpr + g];
+        mag += std::fabs(sc * dx[m * gpr + g]) * dm + std::fabs(bi) * xa[m * gpr + g];
+      }
+      ref[m * N + n] = acc;
+      l1[m * N + n] = mag;
+    }
+  std::vector<float> y(size_t(M * N));
+  for (const KernelTable* v : V) {
+    std::fill(y.begin(), y.end(), 12345.f);
+    const bool taken = v->matmul_q8act(x.data(), M, w.ref(), bias, y.data(), planes);
+    const std::string name = v->name;
+    const bool vnni = name == "avx512vnni" || name == "avx2vnni";
+    const bool must = M > 8 && (w.bits == 4 ? (vnni || name == "avx2" || name == "neon_dotprod") : w.bits == 8 && vnni);
+    double err = 0;
+    if (taken != must) {
+      err = kInf;
+    } else if (!taken) {
+      for (float t : y) if (t != 12345.f) err = kInf;  // declined: y untouched
+    } else {
+      for (size_t i = 0; i < y.size(); i++) {
+        const double e = std::fabs(double(y[i]) - ref[i]) / (l1[i] + 1e-30);
+        if (!(e <= err)) err = std::isnan(e) ? kInf : e;
+      }
+    }
+    R.check(v->name, "q8act", label + (taken ? "" : " (declined)"), err, 4e-6);
+  }
+}
+
+void test_q8act() {
+  int idx = 0;
+  for (int bits : {4, 8, 3})
+    for (int group : {32, 64, 128})
+      for (int64_t M : {5, 9, 40, 300}) {
+        Rng r(uint64_t(900 + idx++));
+        const int64_t N = 37, K = 1152;
+        const TestWeight w = quant_weight(N, K, bits, group, idx % 3, r);
+        std::vector<float> x = rand_f32(size_t(M * K), r, -2, 2);
+        for (int64_t m = 0; m < M; m++) x[m * K + (m * 37) % K] = 50.f;  // an outlier per row
+        const std::vector<float> bias = rand_f32(size_t(N), r);
+        for (int planes : {1, 2})
+          q8act_case(w, x, M, idx % 2 ? bias.data() : nullptr, planes,
+                     fmt_label("%s M=%lld N=%lld K=%lld planes=%d", w.name().c_str(), (long long)M, (long long)N, (long long)K, planes));
+      }
+}
+
 // ---- gather ----------------------------------------------------------------------------------
 
 void test_gather() {
@@ -1392,7 +1484,8 @@ int main(int argc, char** argv) {
   struct Group { const char* name; void (*fn)(); };
   const Group groups[] = {{"matmul", test_matmul},   {"gather", test_gather},   {"norms", test_norms},
                           {"softmax", test_softmax}, {"elementwise", test_elementwise}, {"rope", test_rope},
-                          {"attention", test_attention}, {"attention-kv", test_attention_kv}, {"moe", test_moe}};
+                          {"attention", test_attention}, {"attention-kv", test_attention_kv}, {"moe", test_moe},
+                          {"q8act", test_q8act}};
   const auto t_all = std::chrono::steady_clock::now();
   for (const Group& g : groups) {
     bool run = only.empty();

@@ -1,0 +1,96 @@
+#!/usr/bin/env node
+// What `--matmul fast` (16-bit integer activations in quantized prefill GEMMs) and `--matmul int8`
+// (8-bit) cost in accuracy, on every text fixture and on random models at real shapes:
+//   fixtures: for each fixtures/<case>/ with expected.safetensors (prompt, reference logits, greedy
+//             continuation), a trace in each precision (full forward over the prompt + 8 greedy steps)
+//             compared with the reference: max |Δlogit|, greedy ids equal, decided disagreements
+//             (positions where both top-1 margins exceed 0.5 and the top-1 differ). Fixtures with float
+//             weights never take the fast path (it applies to 4-/8-bit MLX affine weights only).
+//   real shapes: random q4 models (--layers deep, default 4) from the real configs, fast against exact
+//             over a --prompt-token prompt (default 128): the same three measures.
+//   pnpm bench accuracy [--layers 4] [--prompt 128] [--json]
+import { mkdtempSync, readdirSync, existsSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { cpuInfo, setMatmulPrecision } from '../packages/core-native/lib/index.js';
+import { compareTraces, loadModel, randomModel, readJson, traceModel, writeTrace } from '../packages/engine/dist/index.js';
+import { SafetensorsFile } from '../packages/tensor/dist/index.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const args = process.argv.slice(2);
+const flag = (name, dflt) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : dflt;
+};
+const layers = Number(flag('layers', '4'));
+const promptLen = Number(flag('prompt', '128'));
+const json = args.includes('--json');
+const MARGIN = 0.5;
+const tmp = mkdtempSync(join(tmpdir(), 'mlxcel-accuracy-'));
+
+function summary(cmp) {
+  const get = (n) => cmp.tensors.find((t) => t.name === n);
+  const lg = get('logits'), gl = get('greedy_logits'), gi = get('greedy_ids');
+  return {
+    max_abs_logit_diff: Math.max(lg?.maxAbsDiff ?? 0, gl?.maxAbsDiff ?? 0),
+    greedy_ids_equal: gi ? gi.equal : null,
+    decided_disagreements: (lg?.decidedDisagreements ?? 0) + (gl?.decidedDisagreements ?? 0),
+    argmax_disagreements: (lg?.argmaxDisagreements ?? 0) + (gl?.argmaxDisagreements ?? 0),
+  };
+}
+
+function traceFile(model, ids, mode, name, decode) {
+  setMatmulPrecision(mode);
+  const r = traceModel(model, ids, { decode });
+  const path = join(tmp, `${name}-${mode}.safetensors`);
+  writeTrace(path, r, model.vocabSize);
+  return path;
+}
+
+const rows = [];
+try {
+  for (const c of readdirSync(join(root, 'fixtures')).sort()) {
+    const dir = join(root, 'fixtures', c), exp = join(dir, 'expected.safetensors');
+    if (!existsSync(exp) || !existsSync(join(dir, 'config.json'))) continue;
+    const e = SafetensorsFile.open(exp);
+    if (!e.has('input_ids') || !e.has('logits')) continue; // audio-encoder-only cases
+    const ids = e.get('input_ids').toI32().slice();
+    const decode = e.has('greedy_ids') ? e.get('greedy_ids').shape[0] : 0;
+    const loaded = await loadModel(dir, { tokenizer: 'none' });
+    const quantized = Boolean(loaded.config.quantization ?? loaded.config.quantization_config);
+    const row = { case: c, quantized, prompt_tokens: ids.length };
+    for (const mode of ['exact', 'fast', 'int8']) row[mode] = summary(compareTraces(traceFile(loaded.model, ids, mode, c, decode), exp, { marginThreshold: MARGIN }));
+    rows.push(row);
+  }
+  const MODELS = {
+    'Gemma 3n E2B': 'fixtures/configs/unsloth--gemma-3n-E2B-it.json',
+    'Gemma 4 E2B': 'fixtures/configs/gemma-4-E2B-it.json',
+    'Phi-3.5-mini': 'fixtures/configs/Phi-3.5-mini-instruct.json',
+  };
+  for (const [label, cfg] of Object.entries(MODELS)) {
+    const model = randomModel(readJson(join(root, cfg), label), { layers, quantize: { bits: 4, groupSize: 64 }, seed: 0 });
+    let x = 7;
+    const ids = Int32Array.from({ length: promptLen }, () => ((x = (Math.imul(x, 1103515245) + 12345) >>> 0) % 30000) + 100);
+    const exact = traceFile(model, ids, 'exact', label, 8), fast = traceFile(model, ids, 'fast', label, 8), int8 = traceFile(model, ids, 'int8', label, 8);
+    rows.push({
+      case: `${label} random q4, ${layers} layers`, quantized: true, prompt_tokens: promptLen,
+      fast_vs_exact: summary(compareTraces(fast, exact, { marginThreshold: MARGIN })), int8_vs_exact: summary(compareTraces(int8, exact, { marginThreshold: MARGIN })),
+    });
+  }
+} finally {
+  setMatmulPrecision('exact');
+  rmSync(tmp, { recursive: true, force: true });
+}
+
+if (json) console.log(JSON.stringify({ isa: cpuInfo().isa, margin: MARGIN, rows }));
+else {
+  const cell = (s) => `${s.max_abs_logit_diff.toExponential(2)} | ${s.greedy_ids_equal === null ? '-' : s.greedy_ids_equal ? 'equal' : 'DIFFER'} | ${s.decided_disagreements}`;
+  console.log(`matmul precision accuracy (${cpuInfo().isa}; decided = both top-1 margins > ${MARGIN} and top-1 differ)`);
+  console.log('each cell: max abs dlogit / greedy ids / decided disagreements');
+  console.log('| case | weights | prompt | exact vs reference | fast vs reference | int8 vs reference | fast vs exact | int8 vs exact |');
+  console.log('|---|---|---|---|---|---|---|---|');
+  const c = (s) => (s ? cell(s) : '-');
+  for (const r of rows)
+    console.log(`| ${r.case} | ${r.quantized ? 'quantized' : 'float'} | ${r.prompt_tokens} | ${c(r.exact)} | ${c(r.fast)} | ${c(r.int8)} | ${c(r.fast_vs_exact)} | ${c(r.int8_vs_exact)} |`);
+}

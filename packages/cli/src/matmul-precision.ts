@@ -1,0 +1,30 @@
+/**
+ * `--matmul exact|fast|int8`, the one switch between the f32-exact matmuls and the integer-activation
+ * paths of quantized prefill GEMMs (@mlxcel/core-native setMatmulPrecision): fast = 16-bit activations
+ * (two int8 digit planes), int8 = 8-bit. generate, serve and bench default to fast; trace defaults to
+ * exact (its output is compared with reference logits).
+ */
+import type { Command } from 'commander';
+import { setMatmulPrecision } from '@mlxcel/core-native';
+import { UsageError } from './errors.js';
+
+export type MatmulPrecision = 'exact' | 'fast' | 'int8';
+
+function precisionFlag(v: string): MatmulPrecision {
+  if (v !== 'exact' && v !== 'fast' && v !== 'int8') throw new UsageError(`--matmul must be "exact", "fast" or "int8", got "${v}"`);
+  return v;
+}
+
+export function addMatmulFlag(cmd: Command, dflt: MatmulPrecision): Command {
+  return cmd.option(
+    '--matmul <precision>',
+    'exact: f32 activations in every matmul; fast: quantized prefill GEMMs on 16-bit integer activations; int8: on 8-bit ones (accuracy cost of each in docs/benchmarks.md)',
+    precisionFlag,
+    dflt,
+  );
+}
+
+/** Applies the parsed --matmul value process-wide (before the model runs). */
+export function applyMatmulPrecision(o: Record<string, unknown>): void {
+  setMatmulPrecision((o.matmul as MatmulPrecision | undefined) ?? 'exact');
+}

@@ -1,0 +1,262 @@
+// ---- Fast-activation GEMM for 4-/8-bit weights (included by kernels_impl.h inside the variant namespace) ----
+// The less exact, faster prefill path (matmul_q8act; bindings pick it only in the "fast" or "int8"
+// matmul precision): x is quantized per weight group to integers, x[m, c] ~= dx[m, g] * t[m, c] with
+// dx = max_g |x| / T, and sum_c q[n, c] x[m, c] over a group becomes an integer dot product of codes and
+// t, scaled once per group by s[n, g] * dx[m, g]. The bias half, sum_g b[n, g] * sum_{c in g} x[m, c],
+// keeps the exact f32 group sums of x, so only the rounding of x separates it from the exact path.
+//   planes = 1 ("int8"): T = 127, t is one int8 (as llama.cpp's Q8 activations, but per weight group):
+//     error <= 1/254 of the group's largest |x| per element.
+//   planes = 2 ("fast"): T = 32639 = 127 * 256 + 127, t = 256 * hi + lo as two int8 digit planes, two
+//     dot products per step combined in i32: error <= 1/65278 of it, ~256x smaller for about half the
+//     int8 rate.
+//
+// Layout: W rows are repacked a k-chunk at a time into an interleaved tile, VL rows x 4 codes per k-step
+// ([k/4][VL rows][4 codes], one byte per code), so one vector holds 4 consecutive codes of VL rows and
+// one u8 x s8 dot instruction (vpdpbusd; vpmaddubsw + vpmaddwd on AVX2; SDOT on Arm) against 4
+// broadcast int8 x values advances VL outputs by 4 products each: the i32 lanes are the output rows, so
+// no horizontal reduction is needed. A micro-kernel runs MR x rows over the tile per group, then applies
+// the group's scales with one convert and two FMAs per x row.
+#if (defined(__AVX512VNNI__) && MLX_VL == 16) || (defined(__AVX2__) && MLX_VL == 8) || \
+    (defined(__ARM_FEATURE_DOTPROD) && MLX_VL == 4)
+
+// Code widths this variant's dot product takes exactly: VNNI sums u8 x s8 in i32 (4- and 8-bit);
+// vpmaddubsw sums pairs in s16 (2 * 15 * 127 fits, 2 * 255 * 127 does not); SDOT is s8 x s8 (codes
+// must fit s8). Other widths, and 8-bit where not listed, keep the exact path.
+static inline bool q8act_bits_ok(int bits) {
+#if (defined(__AVX512VNNI__) && MLX_VL == 16) || defined(__AVXVNNI__)
+  return bits == 4 || bits == 8;
+#else
+  return bits == 4;
+#endif
+}
+
+#if defined(__AVX512VNNI__) && MLX_VL == 16
+typedef __m512i q8w;
+static inline q8w q8_load(const uint32_t* p) { return _mm512_loadu_si512(p); }
+// acc[r] += sum_{j < 4} w[r][j] * x4[j] (w: VL rows x 4 u8 codes; x4: 4 int8 values as one i32).
+static inline vi q8_dot(vi acc, q8w w, int32_t x4) { return (vi)_mm512_dpbusd_epi32((__m512i)acc, w, _mm512_set1_epi32(x4)); }
+#elif defined(__AVX2__) && MLX_VL == 8
+typedef __m256i q8w;
+static inline q8w q8_load(const uint32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+static inline vi q8_dot(vi acc, q8w w, int32_t x4) {
+#if defined(__AVXVNNI__)
+  return (vi)_mm256_dpbusd_avx_epi32((__m256i)acc, w, _mm256_set1_epi32(x4));
+#else
+  const __m256i pairs = _mm256_maddubs_epi16(w, _mm256_set1_epi32(x4));  // s16, no saturation for 4-bit codes
+  return (vi)_mm256_add_epi32((__m256i)acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+#endif
+}
+#else  // Arm SDOT
+typedef int8x16_t q8w;
+static inline q8w q8_load(const uint32_t* p) { return vreinterpretq_s8_u32(vld1q_u32(p)); }
+static inline vi q8_dot(vi acc, q8w w, int32_t x4) {
+  return (vi)vdotq_s32((int32x4_t)acc, w, vreinterpretq_s8_s32(vdupq_n_s32(x4)));
+}
+#endif
+
+// The f32 product rounded to the nearest integer, ties to even, by the convert instruction (never an
+// add that could be contracted into an FMA with the product: the rounding stays reproducible).
+static inline vi q8_round(vf p) {
+#if defined(__AVX512F__) && MLX_VL == 16
+  return (vi)_mm512_cvtps_epi32((__m512)p);
+#elif defined(__AVX2__) && MLX_VL == 8
+  return (vi)_mm256_cvtps_epi32((__m256)p);
+#else
+  return (vi)vcvtnq_s32_f32((float32x4_t)p);
+#endif
+}
+
+constexpr int kQ8MR = VL == 8 ? 4 : 8;  // x rows per micro-kernel (16 ymm on AVX2, 32 zmm / q regs otherwise)
+constexpr int64_t kQ8KC = 512;         // k per chunk (a multiple of every group size)
+constexpr int64_t kQ8MB = 256;         // x rows per task: the tile repack is amortized over this many rows
+
+// Quantizes rows [r0, r1) of x [M, K] per group of G: dx = max|x| / 127, xq = round(x / dx); xsum = the
+// exact f32 group sums. Returns false when a row holds a non-finite value (the exact path then
+// propagates it).
+// Planes: xq[r * K + c] (int8), or hi at xq and lo at xq + M * K (two planes).
+static bool q8act_quantize(const float* x, int64_t r0, int64_t r1, int64_t M, int64_t K, int G, int planes, int8_t* xq,
+                           float* dx, float* xsum) {
+  const float T = planes == 2 ? 32639.f : 127.f;  // the largest |t| both planes can hold
+  typedef int8_t vs8 __attribute__((vector_size(VL)));
+  const int64_t gpr = K / G;
+  for (int64_t r = r0; r < r1; r++)
+    for (int64_t g = 0; g < gpr; g++) {
+      const float* xg = x + r * K + g * G;
+      vf mx = vsplat(0.f), s = vsplat(0.f);
+      vu bad = {};
+      for (int c = 0; c < G; c += VL) {
+        const vf v = vload(xg + c);
+        const vu bits = as_u(v);
+        bad |= (vu)((bits & 0x7f800000u) == 0x7f800000u);  // inf or NaN
+        mx = vmax(mx, as_f(bits & 0x7fffffffu));
+        s += v;
+      }
+      for (int i = 0; i < VL; i++)
+        if (bad[i]) return false;
+      const float m = hmax(mx);
+      dx[r * gpr + g] = m / T;
+      xsum[r * gpr + g] = hsum(s);
+      const float inv = m > 0.f ? T / m : 0.f;
+      for (int c = 0; c < G; c += VL) {
+        const vi t = q8_round(vload(xg + c) * inv);  // |t| <= T
+        if (planes == 1) {
+          const vs8 q = __builtin_convertvector(t, vs8);
+          std::memcpy(xq + r * K + g * G + c, &q, sizeof q);
+        } else {
+          const vi lo = ((t + 128) & 255) - 128, hi = (t - lo) >> 8;  // t = 256 * hi + lo, both in [-128, 127]
+          const vs8 qh = __builtin_convertvector(hi, vs8), ql = __builtin_convertvector(lo, vs8);
+          std::memcpy(xq + r * K + g * G + c, &qh, sizeof qh);
+          std::memcpy(xq + M * K + r * K + g * G + c, &ql, sizeof ql);
+        }
+      }
+    }
+  return true;
+}
+
+// W rows [n0, n0 + nr) (nr <= VL; missing rows zero), elements [k0, k0 + kc), into the interleaved tile
+// wt[(k / 4) * VL + r] (4 codes of row r as one u32), and the chunk's group scales and biases as
+// sc[g * VL + r], bi[g * VL + r].
+static void q8act_pack_tile(const WeightRef& w, int64_t n0, int nr, int64_t k0, int64_t kc, uint32_t* wt, float* sc, float* bi) {
+  const int64_t K = w.cols, G = w.group, gpr = K / G, row_bytes = K * w.bits / 8, steps = kc / 4;
+  for (int r = 0; r < VL; r++) {
+    if (r >= nr) {
+      for (int64_t k4 = 0; k4 < steps; k4++) wt[k4 * VL + r] = 0;
+      for (int64_t g = 0; g < kc / G; g++) sc[g * VL + r] = bi[g * VL + r] = 0.f;
+      continue;
+    }
+    const uint8_t* row = w.data + (n0 + r) * row_bytes;
+    for (int64_t g = 0; g < kc / G; g++) {
+      sc[g * VL + r] = scale_at(w.scales, w.scale_dtype, (n0 + r) * gpr + k0 / G + g);
+      bi[g * VL + r] = scale_at(w.biases, w.scale_dtype, (n0 + r) * gpr + k0 / G + g);
+    }
+    int64_t k4 = 0;
+    if (w.bits == 4) {
+      // Two bytes hold 4 codes (low nibble first); spread them to one byte each: 0xDCBA -> 0x0D0C0B0A.
+      const uint8_t* p = row + k0 / 2;
+      for (; k4 + VL <= steps; k4 += VL) {
+        vh h;
+        std::memcpy(&h, p + 2 * k4, sizeof h);
+        const vu u = __builtin_convertvector(h, vu);
+        const vu s = (u & 0xfu) | ((u & 0xf0u) << 4) | ((u & 0xf00u) << 8) | ((u & 0xf000u) << 12);
+        for (int t = 0; t < VL; t++) wt[(k4 + t) * VL + r] = s[t];
+      }
+      for (; k4 < steps; k4++) {
+        const uint32_t u = uint32_t(p[2 * k4]) | uint32_t(p[2 * k4 + 1]) << 8;
+        wt[k4 * VL + r] = (u & 0xfu) | ((u & 0xf0u) << 4) | ((u & 0xf00u) << 8) | ((u & 0xf000u) << 12);
+      }
+    } else {
+      const uint8_t* p = row + k0;
+      for (; k4 < steps; k4++) std::memcpy(&wt[k4 * VL + r], p + 4 * k4, 4);
+    }
+  }
+}
+
+// acc[m] (VL output rows each) += the chunk's contribution for MR x rows. xq[m]: the chunk's int8 x of
+// row m (the hi plane when PLANES == 2, the lo plane plane_off bytes further); dx[m], xs[m]: its groups'
+// scales and exact sums; ng groups of G in the chunk.
+template <int MR, int PLANES>
+static inline void q8act_micro(const uint32_t* wt, const int8_t* const* xq, int64_t plane_off, const float* const* dx,
+                               const float* const* xs, const float* sc, const float* bi, int64_t ng, int G, float* acc) {
+  vf a[MR];
+  for (int m = 0; m < MR; m++) a[m] = vload(acc + m * VL);
+  for (int64_t g = 0; g < ng; g++) {
+    vi ia[MR], il[MR];
+    for (int m = 0; m < MR; m++) ia[m] = il[m] = vi{};
+    const uint32_t* wg = wt + g * (G / 4) * VL;
+    for (int k4 = 0; k4 < G / 4; k4++) {
+      const q8w wv = q8_load(wg + k4 * VL);
+      for (int m = 0; m < MR; m++) {
+        int32_t x4;
+        std::memcpy(&x4, xq[m] + g * G + 4 * k4, 4);
+        ia[m] = q8_dot(ia[m], wv, x4);
+        if (PLANES == 2) {
+          std::memcpy(&x4, xq[m] + plane_off + g * G + 4 * k4, 4);
+          il[m] = q8_dot(il[m], wv, x4);
+        }
+      }
+    }
+    // 256 * hi-plane sum + lo-plane sum: |sum| <= G * 255 * 32639 < 2^31 for G <= 128.
+    if (PLANES == 2)
+      for (int m = 0; m < MR; m++) ia[m] = (ia[m] << 8) + il[m];
+    const vf s = vload(sc + g * VL), b = vload(bi + g * VL);
+    for (int m = 0; m < MR; m++) a[m] += __builtin_convertvector(ia[m], vf) * (s * dx[m][g]) + b * xs[m][g];
+  }
+  for (int m = 0; m < MR; m++) vstore(acc + m * VL, a[m]);
+}
+
+template <int MR, int PLANES>
+static inline void q8act_rows(int mr, const uint32_t* wt, const int8_t* const* xq, int64_t plane_off, const float* const* dx,
+                              const float* const* xs, const float* sc, const float* bi, int64_t ng, int G, float* acc) {
+  if constexpr (MR > 1) {
+    if (mr < MR) {
+      q8act_rows<MR - 1, PLANES>(mr, wt, xq, plane_off, dx, xs, sc, bi, ng, G, acc);
+      return;
+    }
+  }
+  q8act_micro<MR, PLANES>(wt, xq, plane_off, dx, xs, sc, bi, ng, G, acc);
+}
+
+struct Q8ActScratch {
+  Scratch xq, dx, xsum, wt, sc, bi, acc;
+};
+
+// y[M, N] = x[M, K] . W^T (+ bias) with integer activations of `planes` int8 digit planes (1 or 2).
+// Returns false (y untouched) where this path does not apply: not an MLX affine weight of a code width
+// the dot product takes, a group other than 32/64/128, M small enough for the GEMV (memory-bound there,
+// and exact), or a non-finite x.
+static bool matmul_q8act(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int planes) {
+  if (w.dtype != kQAffine || !q8act_bits_ok(w.bits) || M <= 2 * kGemvMaxM || (planes != 1 && planes != 2)) return false;
+  const int G = w.group;
+  if (G != 32 && G != 64 && G != 128) return false;
+  const int64_t K = w.cols, N = w.rows, gpr = K / G;
+  static thread_local Q8ActScratch s_x;  // the calling thread's; workers only read it
+  int8_t* xq = s_x.xq.get<int8_t>(size_t(planes * M * K));
+  float* dx = s_x.dx.get<float>(size_t(M * gpr));
+  float* xsum = s_x.xsum.get<float>(size_t(M * gpr));
+  std::atomic<bool> finite{true};
+  parallel_for(M, 8, [&](int64_t r0, int64_t r1) {
+    if (!q8act_quantize(x, r0, r1, M, K, G, planes, xq, dx, xsum)) finite = false;
+  });
+  if (!finite) return false;
+  const int64_t tiles = (N + VL - 1) / VL, mbk = (M + kQ8MB - 1) / kQ8MB;
+  parallel_for(tiles * mbk, 1, [&](int64_t t0, int64_t t1) {
+    static thread_local Q8ActScratch s;
+    uint32_t* wt = s.wt.get<uint32_t>(size_t(kQ8KC / 4 * VL));
+    float* sc = s.sc.get<float>(size_t(kQ8KC / 32 * VL));
+    float* bi = s.bi.get<float>(size_t(kQ8KC / 32 * VL));
+    float* acc = s.acc.get<float>(size_t(kQ8MB * VL));
+    for (int64_t t = t0; t < t1; t++) {
+      const int64_t n0 = (t / mbk) * VL, m0 = (t % mbk) * kQ8MB, m1 = std::min<int64_t>(M, m0 + kQ8MB);
+      const int nr = int(std::min<int64_t>(VL, N - n0));
+      for (int64_t i = 0; i < (m1 - m0) * VL; i++) acc[i] = 0.f;
+      for (int64_t k0 = 0; k0 < K; k0 += kQ8KC) {
+        const int64_t kc = std::min<int64_t>(kQ8KC, K - k0), ng = kc / G;
+        q8act_pack_tile(w, n0, nr, k0, kc, wt, sc, bi);
+        // Two planes keep two i32 accumulators per x row: half the rows per micro-kernel, so both
+        // sets and the f32 accumulators stay in registers.
+        const int mstep = planes == 2 ? kQ8MR / 2 : kQ8MR;
+        for (int64_t m = m0; m < m1; m += mstep) {
+          const int mr = int(std::min<int64_t>(mstep, m1 - m));
+          const int8_t* xr[kQ8MR];
+          const float* dr[kQ8MR];
+          const float* sr[kQ8MR];
+          for (int i = 0; i < mr; i++) {
+            xr[i] = xq + (m + i) * K + k0;
+            dr[i] = dx + (m + i) * gpr + k0 / G;
+            sr[i] = xsum + (m + i) * gpr + k0 / G;
+          }
+          if (planes == 2) q8act_rows<kQ8MR / 2, 2>(mr, wt, xr, M * K, dr, sr, sc, bi, ng, G, acc + (m - m0) * VL);
+          else q8act_rows<kQ8MR, 1>(mr, wt, xr, 0, dr, sr, sc, bi, ng, G, acc + (m - m0) * VL);
+        }
+      }
+      for (int64_t m = m0; m < m1; m++)
+        for (int r = 0; r < nr; r++) y[m * N + n0 + r] = acc[(m - m0) * VL + r] + (bias ? bias[n0 + r] : 0.f);
+    }
+  });
+  return true;
+}
+
+#else
+// No byte dot product in this variant: the fast path never applies (matmul stays exact).
+static bool matmul_q8act(const float*, int64_t, const WeightRef&, const float*, float*, int) { return false; }
+#endif

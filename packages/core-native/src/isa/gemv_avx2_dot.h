@@ -1,0 +1,165 @@
+// Included by kernels_impl.h inside the variant namespace (MLX_NS). Not a standalone header: no include
+// guard on purpose.
+
+#if defined(__AVX2__) && MLX_VL == 8
+// ---- AVX2 integer-dot GEMV for 4-bit weights (the avx2 variant) ----
+// The same exact 3-piece split of x as the VNNI path (kPlaneT, plane_digits), with the u8 x s8 dot
+// product done by vpmaddubsw (u8 x s8 pairs -> s16) and vpmaddwd with ones (s16 pairs -> s32). Bounds:
+// a vpmaddubsw pair is <= 2 * 15 * 128 = 3840 (no s16 saturation for 4-bit codes), the low + high nibble
+// sum <= 7680, a s32 lane (8 codes) <= 15360, and the Horner combination (a2 << 16) + (a1 << 8) + a0
+// <= 15360 * 65793 < 2^31. (8-bit codes would saturate vpmaddubsw, 2 * 255 * 128 > 32767; the avx2 q8
+// f32 path already runs near read bandwidth, so 8-bit stays there.)
+// Plane layout: per 32-byte chunk of packed codes (64 codes) the planes are [d2 | d1 | d0], 64 bytes
+// each, and each plane is [32 even-position elements | 32 odd-position elements], matching the low /
+// high nibble vectors of the chunk.
+constexpr int kQ4Chunk = 64;  // codes per 32-byte chunk
+
+// Low bytes of the 8 i32 lanes of d (each in [-128, 127]) -> 8 bytes at p.
+static inline void store_lanes_i8(int8_t* p, vi d) {
+  const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,  //
+                                        0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i b = _mm256_shuffle_epi8((__m256i)d, pick);
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(p),
+                   _mm_unpacklo_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1)));
+}
+
+// Writes the digit planes of one x row (K % 64 == 0, group 32/64/128). Returns false when x holds a
+// non-finite value (the caller then uses the f32 path, which propagates it).
+static bool avx2_q4_prepare(const float* x, int64_t K, int G, int8_t* planes, float* sx) {
+  const int64_t gpr = K / G;
+  const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 inf = _mm256_set1_ps(INFINITY);
+  const __m256i tmax = _mm256_set1_epi32(kPlaneT), tmin = _mm256_set1_epi32(-kPlaneT);
+  for (int64_t g = 0; g < gpr; g++) {
+    const float* xg = x + g * G;
+    __m256 mx = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
+    for (int c = 0; c < G; c += 8) {
+      const __m256 a = _mm256_and_ps(_mm256_loadu_ps(xg + c), absm);
+      bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, inf, _CMP_NLT_UQ));  // |x| >= inf, or NaN
+      mx = _mm256_max_ps(mx, a);
+    }
+    if (_mm256_movemask_ps(bad)) return false;
+    const float m = hmax((vf)mx);
+    sx[g] = m / float(kPlaneT);
+    const __m256 inv = _mm256_set1_ps(m > 0.f ? float(kPlaneT) / m : 0.f);
+    for (int c = 0; c < G; c += 16) {
+      const int64_t e = g * G + c;  // element index of this 16-element block
+      __m256i ta = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + e), inv));
+      __m256i tb = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + e + 8), inv));
+      ta = _mm256_min_epi32(_mm256_max_epi32(ta, tmin), tmax);
+      tb = _mm256_min_epi32(_mm256_max_epi32(tb, tmin), tmax);
+      // Even / odd elements of the 16, in order: in-lane shuffle, then fix the 64-bit block order.
+      const __m256 fa = _mm256_castsi256_ps(ta), fb = _mm256_castsi256_ps(tb);
+      const __m256i ev = _mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(fa, fb, 0x88)), 0xd8);
+      const __m256i od = _mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(fa, fb, 0xdd)), 0xd8);
+      int8_t* base = planes + (e / kQ4Chunk) * 3 * kQ4Chunk + (e % kQ4Chunk) / 2;
+      vi d2, d1, d0;
+      plane_digits((vi)ev, d2, d1, d0);
+      store_lanes_i8(base + 0 * 64, d2);
+      store_lanes_i8(base + 1 * 64, d1);
+      store_lanes_i8(base + 2 * 64, d0);
+      plane_digits((vi)od, d2, d1, d0);
+      store_lanes_i8(base + 0 * 64 + 32, d2);
+      store_lanes_i8(base + 1 * 64 + 32, d1);
+      store_lanes_i8(base + 2 * 64 + 32, d0);
+    }
+  }
+  return true;
+}
+
+// 8 consecutive f32 values from element i of an array in dtype SD; n < 8 loads n and zero-fills.
+template <int SD>
+static inline __m256 load8_f(const uint8_t* p, int64_t i, int n) {
+  if (n < 8) {
+    float t[8] = {};
+    for (int j = 0; j < n; j++) t[j] = scale_t<SD>(p, i + j);
+    return _mm256_loadu_ps(t);
+  }
+  if (SD == kF32) return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + i);
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i));
+  if (SD == kBF16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  return _mm256_cvtph_ps(h);
+}
+
+// AVX2 q4 row: row n of W against MB prepared x rows. One row at a time: W is read as one sequential
+// stream per thread, and the x planes (3 bytes per element) stay in L1/L2 (measured faster than sharing
+// plane loads across several rows). Groups are taken 8 at a time: their scales times the x group scales
+// form one f32 vector f, and each chunk's i32 lanes (8 consecutive codes each, always of one group)
+// pick their group's factor from f with one permute.
+template <int SD, int MB>
+static void avx2_q4_row(const int8_t* planes, const float* sx, const float* xsum, int64_t K, const WeightRef& w,
+                         const float* bias, float* y, int64_t N, int64_t n) {
+  constexpr int CW = kQ4Chunk, PB = 3 * CW;
+  const int G = w.group;
+  const int64_t gpr = K / G, row_bytes = K / 2, xplane = (K / CW) * PB;
+  const uint8_t* row = w.data + n * row_bytes;
+  TilePrefetch pref(row, gemv_prefetch_distance(1, row_bytes));
+  const __m128i gshift = _mm_cvtsi32_si128(G == 32 ? 5 : G == 64 ? 6 : 7);
+  const __m256i lanes = _mm256_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56);
+  const __m256i nib = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1), k256 = _mm256_set1_epi16(256);
+  __m256 acc[MB], acc2[MB];  // chunks alternate between the two sets (two FMA dependency chains)
+  for (int m = 0; m < MB; m++) acc[m] = acc2[m] = _mm256_setzero_ps();
+  for (int64_t gb = 0; gb < gpr; gb += 8) {
+    const int ng = int(std::min<int64_t>(8, gpr - gb));
+    const __m256 s = load8_f<SD>(w.scales, n * gpr + gb, ng);
+    __m256 f[MB];
+    for (int m = 0; m < MB; m++)
+      f[m] = _mm256_mul_ps(s, load8_f<kF32>(reinterpret_cast<const uint8_t*>(sx), m * gpr + gb, ng));
+    const int64_t nch = int64_t(ng) * G / CW, c0 = gb * G;  // chunks of this block, its first code
+    const uint8_t* wq = row + c0 / 2;
+    const int8_t* P[MB];
+    for (int m = 0; m < MB; m++) P[m] = planes + m * xplane + (c0 / CW) * PB;
+    // Chunk i of the block (CW codes, 32 bytes) into A.
+    auto chunk = [&](int64_t i, __m256 (&A)[MB]) __attribute__((always_inline)) {
+      const __m256i idx = _mm256_srl_epi32(_mm256_add_epi32(_mm256_set1_epi32(int(i * CW)), lanes), gshift);
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq + i * (CW / 2)));
+      const __m256i lo = _mm256_and_si256(v, nib);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
+      for (int m = 0; m < MB; m++) {
+        const __m256i* p = reinterpret_cast<const __m256i*>(P[m] + i * PB);
+#if defined(__AVXVNNI__)
+        // AVX-VNNI (the avx2vnni variant): u8 x s8 dot products straight into i32, one chain per
+        // digit plane, a = (((a2 << 8) + a1) << 8) + a0 as in the AVX-512 VNNI path.
+        const __m256i z = _mm256_setzero_si256();
+        const __m256i p0 = _mm256_loadu_si256(p + 0), p1 = _mm256_loadu_si256(p + 1);
+        const __m256i p2 = _mm256_loadu_si256(p + 2), p3 = _mm256_loadu_si256(p + 3);
+        const __m256i p4 = _mm256_loadu_si256(p + 4), p5 = _mm256_loadu_si256(p + 5);
+        const __m256i a2 = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(z, lo, p0), hi, p1);
+        const __m256i a1 = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(z, lo, p2), hi, p3);
+        const __m256i a0 = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(z, lo, p4), hi, p5);
+        const __m256i a = _mm256_add_epi32(_mm256_slli_epi32(_mm256_add_epi32(_mm256_slli_epi32(a2, 8), a1), 8), a0);
+        (void)ones;
+        (void)k256;
+#else
+        // Per digit plane: low nibbles x even elements + high nibbles x odd elements, in s16.
+        const __m256i s2 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256(p + 0)),
+                                            _mm256_maddubs_epi16(hi, _mm256_loadu_si256(p + 1)));
+        const __m256i s1 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256(p + 2)),
+                                            _mm256_maddubs_epi16(hi, _mm256_loadu_si256(p + 3)));
+        const __m256i s0 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256(p + 4)),
+                                            _mm256_maddubs_epi16(hi, _mm256_loadu_si256(p + 5)));
+        // Horner in i32: a = (((a2 << 8) + a1) << 8) + a0, the first shift folded into vpmaddwd.
+        __m256i a = _mm256_add_epi32(_mm256_madd_epi16(s2, k256), _mm256_madd_epi16(s1, ones));
+        a = _mm256_add_epi32(_mm256_slli_epi32(a, 8), _mm256_madd_epi16(s0, ones));
+#endif
+        A[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), _mm256_permutevar8x32_ps(f[m], idx), A[m]);
+      }
+    };
+    int64_t i = 0;
+    for (; i + 2 <= nch; i += 2) {
+      pref.advance(CW);  // see TilePrefetch
+      chunk(i, acc);
+      chunk(i + 1, acc2);
+    }
+    if (i < nch) {
+      pref.advance(CW / 2);
+      chunk(i, acc);
+    }
+  }
+  for (int m = 0; m < MB; m++) {
+    const float v =
+        hsum((vf)_mm256_add_ps(acc[m], acc2[m])) + scales_dot<SD>(w.biases, n * gpr, xsum + m * gpr, gpr);
+    y[m * N + n] = bias ? v + bias[n] : v;
+  }
+}
+#endif  // AVX2 integer-dot GEMV

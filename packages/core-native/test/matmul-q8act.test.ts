@@ -1,0 +1,146 @@
+// Conformance of the integer-activation GEMM (setMatmulPrecision('fast' | 'int8'), src/isa/gemm_q8act.h)
+// on every kernel variant this machine runs. Where it applies (4-bit weights on avx2 / avx2vnni /
+// avx512vnni / neon_dotprod, 8-bit on the VNNI variants; M > 8; group 32/64/128) the result must equal
+// its definition,
+//   y[m, n] = sum_g ( s[n,g] * dx[m,g] * sum_{c in g} q[n,c] * xq[m,c] + b[n,g] * sum_{c in g} x[m,c] ) + bias[n],
+//   dx[m,g] = max_{c in g} |x[m,c]| / T,  xq = round_half_even(f32(x * f32(T / max))),
+//   T = 32639 ("fast": two int8 digit planes) or 127 ("int8")
+// to f32 arithmetic (the same relative measure and bound as matmul.test.ts); everywhere else the fast
+// mode must give the exact path's bits.
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import * as native from '../lib/index.js';
+import { codeAt, decodeFloat, nativeQ, randF32, randomQ, VARIANTS, type QWeight, type ScaleDtype } from './helpers.js';
+
+const BOUND = 4e-6;
+const initialIsa = native.cpuInfo().isa;
+afterAll(() => native.setIsa(initialIsa));
+afterEach(() => native.setMatmulPrecision('exact'));
+
+/** Code widths the fast path takes per variant (the others keep the exact path). */
+const FAST_BITS: Record<string, number[]> = { avx2: [4], avx2vnni: [4, 8], avx512vnni: [4, 8], neon_dotprod: [4] };
+
+const f = Math.fround;
+function roundHalfEven(v: number): number {
+  const r = Math.round(v);
+  return Math.abs(v - Math.trunc(v)) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
+/** The definition above in float64 (integer dot products exact), with the error normaliser per element. */
+function reference(x: Float32Array, M: number, q: QWeight, bias: Float32Array | null, T: number) {
+  const K = q.cols, N = q.rows, G = q.group, gpr = K / G, rowBytes = (K * q.bits) / 8;
+  const xq = new Int32Array(M * K), dx = new Float64Array(M * gpr), xs = new Float64Array(M * gpr), xa = new Float64Array(M * gpr);
+  for (let m = 0; m < M; m++)
+    for (let g = 0; g < gpr; g++) {
+      let mx = 0, s = 0, a = 0;
+      for (let c = g * G; c < (g + 1) * G; c++) {
+        mx = Math.max(mx, Math.abs(x[m * K + c]!));
+        s += x[m * K + c]!;
+        a += Math.abs(x[m * K + c]!);
+      }
+      dx[m * gpr + g] = f(mx / T);
+      xs[m * gpr + g] = s;
+      xa[m * gpr + g] = a;
+      const inv = mx > 0 ? f(T / mx) : 0;
+      for (let c = g * G; c < (g + 1) * G; c++) xq[m * K + c] = roundHalfEven(f(x[m * K + c]! * inv));
+    }
+  const y = new Float64Array(M * N), norm = new Float64Array(M * N);
+  for (let n = 0; n < N; n++) {
+    const row = q.packed.subarray(n * rowBytes, (n + 1) * rowBytes);
+    const codes = new Int32Array(K);
+    for (let c = 0; c < K; c++) codes[c] = codeAt(row, q.bits, c);
+    for (let m = 0; m < M; m++) {
+      let acc = bias ? bias[n]! : 0, l1 = bias ? Math.abs(bias[n]!) : 0;
+      for (let g = 0; g < gpr; g++) {
+        const s = decodeFloat(q.scales, q.scaleDtype, n * gpr + g), b = decodeFloat(q.biases, q.scaleDtype, n * gpr + g);
+        let dot = 0, mag = 0;
+        for (let c = g * G; c < (g + 1) * G; c++) {
+          dot += codes[c]! * xq[m * K + c]!;
+          mag += codes[c]! * Math.abs(xq[m * K + c]!);
+        }
+        const d = dx[m * gpr + g]!;
+        acc += s * d * dot + b * xs[m * gpr + g]!;
+        l1 += Math.abs(s * d) * mag + Math.abs(b) * xa[m * gpr + g]!;
+      }
+      y[m * N + n] = acc;
+      norm[m * N + n] = l1;
+    }
+  }
+  return { y, norm };
+}
+
+function run(x: Float32Array, M: number, w: native.NativeWeight, bias: Float32Array | null, mode: native.MatmulPrecision): Float32Array {
+  native.setMatmulPrecision(mode);
+  const y = new Float32Array(M * w.rows).fill(NaN);
+  native.matmul(x, M, w, bias, y);
+  return y;
+}
+
+describe('setMatmulPrecision', () => {
+  it('defaults to exact, takes exact | fast | int8, and names the modes in its error', () => {
+    expect(native.matmulPrecision()).toBe('exact');
+    expect(native.setMatmulPrecision('int8')).toBe('int8');
+    expect(native.matmulPrecision()).toBe('int8');
+    expect(native.setMatmulPrecision('fast')).toBe('fast');
+    expect(native.matmulPrecision()).toBe('fast');
+    expect(() => native.setMatmulPrecision('int4' as 'fast')).toThrow(/"exact", "fast" or "int8"/);
+    expect(native.matmulPrecision()).toBe('fast');
+  });
+});
+
+for (const isa of VARIANTS) {
+  describe(`fast-activation GEMM [${isa}]`, () => {
+    const fastBits = FAST_BITS[isa] ?? [];
+
+    // N: not a multiple of any tile width; K: one 512-wide chunk plus a partial one; M: one and two
+    // row blocks of 256 with ragged micro-kernel tails.
+    for (const bits of [4, 8])
+      for (const [group, sd] of [[32, 1], [64, 2], [128, 0]] as [number, ScaleDtype][]) {
+        it(`${bits}-bit, group ${group}, ${['f32', 'f16', 'bf16'][sd]} scales: ${fastBits.includes(bits) ? 'equals its definition' : 'keeps the exact path'}`, () => {
+          native.setIsa(isa);
+          // Kept small: the float64 reference runs in JS on this worker (a long block starves vitest's RPC).
+          const N = 37, K = 640;
+          const q = randomQ(N, K, bits, group, sd, bits * 1000 + group);
+          const w = nativeQ(q);
+          const bias = randF32(N, 11);
+          for (const M of [9, 33, 260]) {
+            // A large outlier per row: the per-group scale must confine its effect to its group.
+            const x = randF32(M * K, M + group, -2, 2);
+            for (let m = 0; m < M; m++) x[m * K + ((m * 37) % K)] = 50;
+            const exact = run(x, M, w, bias, 'exact');
+            for (const [mode, T] of [['fast', 32639], ['int8', 127]] as const) {
+              const fast = run(x, M, w, bias, mode);
+              if (!fastBits.includes(bits)) {
+                expect(fast).toEqual(exact);
+                continue;
+              }
+              const { y, norm } = reference(x, M, q, bias, T);
+              let worst = 0;
+              for (let i = 0; i < y.length; i++) worst = Math.max(worst, Math.abs(fast[i]! - y[i]!) / norm[i]!);
+              expect(worst, `${mode} M=${M}`).toBeLessThanOrEqual(BOUND);
+              expect(fast).not.toEqual(exact); // the integer path really ran
+            }
+          }
+        });
+      }
+
+    it('M <= 8 (GEMV), 3-bit codes and float weights keep the exact path; a non-finite x falls back to it', () => {
+      native.setIsa(isa);
+      const K = 256, N = 40;
+      const q4 = nativeQ(randomQ(N, K, 4, 64, 0, 5));
+      for (const M of [1, 4, 8]) {
+        const x = randF32(M * K, M);
+        expect(run(x, M, q4, null, 'fast')).toEqual(run(x, M, q4, null, 'exact'));
+        expect(run(x, M, q4, null, 'int8')).toEqual(run(x, M, q4, null, 'exact'));
+      }
+      const x = randF32(16 * K, 3);
+      const q3 = nativeQ(randomQ(N, K, 3, 64, 0, 6));
+      expect(run(x, 16, q3, null, 'fast')).toEqual(run(x, 16, q3, null, 'exact'));
+      const fw: native.NativeWeight = { dtype: 0, data: randF32(N * K, 7), rows: N, cols: K };
+      expect(run(x, 16, fw, null, 'fast')).toEqual(run(x, 16, fw, null, 'exact'));
+      x[5 * K + 9] = NaN;
+      const y = run(x, 16, q4, null, 'fast');
+      expect(y).toEqual(run(x, 16, q4, null, 'exact'));
+      expect(Number.isNaN(y[5 * N])).toBe(true);
+    });
+  });
+}
