@@ -17,7 +17,7 @@ export const {
 export const { logMel, conv2d, dwconv1dCausal, localAttention, clamp, glu } = api;
 
 // Vision kernels (src/bind_vision.cc).
-export const { dwconv2d } = native;
+export const { dwconv2d } = api;
 
 // KV stores and batched attention over them (src/bind_kv.cc, src/bind_attention.cc).
 export const { kvWrite, kvRead, kvExport, kvImport } = api;
