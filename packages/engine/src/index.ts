@@ -13,6 +13,8 @@ export { BatchScheduler, BatchedGeneration, type SchedulerOptions } from './batc
 export { traceModel, writeTrace, compareTraces, perplexity, type TraceOptions, type TraceResult, type TraceComparison, type TensorComparison } from './trace.js';
 export { randomModel, shrinkLayers, ensureDemoModel, defaultCacheDir, type RandomModelOptions } from './random.js';
 export { audioModelOf, audioPrompt, traceAudio, type AudioPrompt } from './audio.js';
+/** Re-based override rows of one prefill chunk (for callers that slice a prompt themselves, e.g. chat). */
+export { overridesForChunk } from '@mlxcel/models-core';
 export {
   hasImageParts, imagePrompt, imageSourceFromUrl, imageSourceOfPart, readImageFile, supportsImages, traceImages, visionDecodeEmbedding, visionInfo, visionModelOf,
   type ImagePrompt, type ImageTrace, type VisionInfo,
