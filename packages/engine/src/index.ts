@@ -15,6 +15,8 @@ export { randomModel, randomCheckpoint, shrinkLayers, ensureDemoModel, defaultCa
 export { audioModelOf, audioPrompt, traceAudio, type AudioPrompt } from './audio.js';
 export * from './constraint/index.js';
 export * from './tools/index.js';
+/** Re-based override rows of one prefill chunk (for callers that slice a prompt themselves, e.g. chat). */
+export { overridesForChunk } from '@mlxcel/models-core';
 export {
   hasImageParts, imagePrompt, imageSourceFromUrl, imageSourceOfPart, readImageFile, supportsImages, traceImages, visionDecodeEmbedding, visionInfo, visionModelOf,
   type ImagePrompt, type ImageTrace, type VisionInfo,

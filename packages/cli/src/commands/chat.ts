@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
-import { generate, imagePrompt, overridesInRange, promptIds, supportsImages, type ChatMessage, type GenerateOptions } from '@mlxcel/engine';
+import { generate, imagePrompt, overridesForChunk, promptIds, supportsImages, type ChatMessage, type GenerateOptions } from '@mlxcel/engine';
 import type { SequenceState } from '@mlxcel/tensor';
 import { addSamplingFlags, samplingOptions } from '../sampling.js';
 import { dim, info } from '../ui/output.js';
@@ -89,7 +89,7 @@ export function registerChat(program: Command): void {
       }
       if (ip) {
         mm = {
-          embeddingOverrides: overridesInRange(ip.overrides, common, all.length),
+          embeddingOverrides: overridesForChunk(ip.overrides, common, all.length - common),
           atomicSpans: ip.spans.filter((sp) => sp.end > common).map((sp) => ({ start: Math.max(0, sp.start - common), end: sp.end - common })),
           decodeEmbedding: ip.decodeEmbedding,
         };

@@ -19,6 +19,8 @@ export function checkLayerCount(store: WeightStore, config: Readonly<Record<stri
     if (m) seen.add(Number(m[1]));
   }
   if (seen.size === 0) return;  // an unknown layout: the weight loader names the missing tensor
-  if (seen.size !== n || Math.max(...seen) !== n - 1)
+  // More layers in the config than in the checkpoint is the dangerous direction (per-layer setup for
+  // all of them first); fewer is left to the unused-tensor check, which names the extra tensors.
+  if (n > Math.max(...seen) + 1 || n > seen.size)
     throw new ModelConfigError('E_CONFIG_INVALID', 'num_hidden_layers', `is ${n}, but the checkpoint holds ${seen.size} decoder layer(s) (layers.${Math.min(...seen)} … layers.${Math.max(...seen)})`, family);
 }
