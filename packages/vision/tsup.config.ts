@@ -1,11 +1,4 @@
 import { defineConfig } from 'tsup';
+import { libraryBuild } from '../../tsup.preset';
 
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm'],
-  dts: true,
-  sourcemap: true,
-  clean: true,
-  target: 'node20',
-  platform: 'node',
-});
+export default defineConfig(libraryBuild());

@@ -345,7 +345,9 @@ describe('filters (on untempered log-probabilities)', () => {
     }
   });
 
-  it('is fast on a 262k vocabulary', () => {
+  // Speed is measured by the benches (never a wall-clock assertion in a test: the CI machine is shared);
+  // this checks that every filter combination works at Gemma's vocabulary size with a long history.
+  it('samples valid ids with finite logprobs on a 262k vocabulary', () => {
     const V = 262144;
     const rng = makeRng(8);
     const raw = new Float32Array(V);
@@ -358,14 +360,13 @@ describe('filters (on untempered log-probabilities)', () => {
     ];
     for (const options of configs) {
       const s = new Sampler(options);
-      s.sample(raw, history); // warm-up
-      const t0 = performance.now();
-      const runs = 10;
-      for (let i = 0; i < runs; i++) s.sample(raw, history);
-      const ms = (performance.now() - t0) / runs;
-      // a few linear passes over 1 MiB: milliseconds, not the ~100 ms of a full sort
-      expect(ms, JSON.stringify(options)).toBeLessThan(40);
+      for (let i = 0; i < 3; i++) {
+        const { token, logprob } = s.sample(raw, history);
+        expect(Number.isInteger(token) && token >= 0 && token < V, JSON.stringify(options)).toBe(true);
+        expect(Number.isFinite(logprob) && logprob <= 0, JSON.stringify(options)).toBe(true);
+      }
     }
+  });
   });
 });
 
