@@ -10,7 +10,7 @@
 // --matmul: our matmul precision (as `mlxcel bench`; fast by default: 16-bit integer activations in
 // prefill GEMMs; int8: 8-bit ones, like llama.cpp's Q8 activations).
 // node-llama-cpp is a dependency of this benchmark only (bench/peers/package.json), installed here on
-// first use into bench/peers/node_modules. GGUF files are cached under ~/.cache/mlxcel/peers
+// first use into the node_modules folder of bench/peers/. GGUF files are cached under ~/.cache/mlxcel/peers
 // (MLXCEL_CACHE), keyed by model, quantization and depth.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
@@ -76,7 +76,7 @@ const log = (s) => process.stderr.write(`[peers] ${s}\n`);
 function installLlama() {
   if (existsSync(join(peersDir, 'node_modules', 'node-llama-cpp', 'package.json'))) return;
   const plat = `@node-llama-cpp/${process.platform === 'darwin' ? 'mac' : process.platform === 'win32' ? 'win' : process.platform}-${process.arch}${process.platform === 'darwin' && process.arch === 'arm64' ? '-metal' : ''}`;
-  log(`installing node-llama-cpp ${LLAMA_VERSION} and ${plat} (prebuilt CPU binary) into bench/peers/node_modules`);
+  log(`installing node-llama-cpp ${LLAMA_VERSION} and ${plat} (prebuilt CPU binary) into the node_modules folder of bench/peers/`);
   // --omit=optional skips the GPU builds; the platform package is then added explicitly. Install scripts
   // are skipped: the prebuilt binary is used as shipped (getLlama with build: 'never').
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';

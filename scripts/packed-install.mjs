@@ -113,7 +113,7 @@ check(`pnpm -r pack (${pkgs.length} packages)`, () => {
     if (!existsSync(file)) throw new Error(`no tarball ${file} for ${p.name}`);
     tgz[p.name] = file;
     const listing = sh('tar', ['-tzf', file], { cwd: work });
-    for (const need of ['package/LICENSE', 'package/README.md', 'package/package.json'])
+    for (const need of ['LICENSE', 'README.md', 'package.json'].map((f) => `package/${f}`))
       if (!listing.split('\n').includes(need)) throw new Error(`${p.name}'s tarball lacks ${need}`);
     const stray = listing.split('\n').filter((f) => /^package\/(test|bench|node_modules|build|build-cross|build-prebuild)\//.test(f));
     if (stray.length) throw new Error(`${p.name}'s tarball ships ${stray.slice(0, 3).join(', ')}`);
