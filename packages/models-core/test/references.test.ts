@@ -80,6 +80,8 @@ function pathRefs(file: string, text: string): Ref[] {
   text.split('\n').forEach((lineText, i) => {
     for (const m of lineText.matchAll(/(?<![\w/.<-])((?:packages|docs|bench|scripts|fixtures)\/[\w./-]*[\w/])/g)) {
       if (/[<>*{}]/.test(lineText.slice(m.index!, m.index! + m[0].length + 2))) continue; // a pattern, not a path
+      // Folders a build or an install makes (git-ignored, so a fresh clone has none): named, never committed.
+      if (/(^|\/)(prebuilds|build|build-cross|build-prebuild|dist|node_modules)(\/|$)/.test(m[1]!)) continue;
       // `cd packages/x && node scripts/y.mjs`: a path relative to a package named earlier on the line.
       const base = lineText.slice(0, m.index).match(/packages\/[\w-]+(?=[^/\w-])/g)?.pop();
       refs.push({ file, line: i + 1, target: m[1]!, sections: base ? [`base:${base}`] : [] });
