@@ -367,7 +367,6 @@ describe('filters (on untempered log-probabilities)', () => {
       }
     }
   });
-  });
 });
 
 describe('option validation', () => {
