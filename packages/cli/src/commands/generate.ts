@@ -88,9 +88,10 @@ export function constraintFlags(o: Record<string, unknown>): Pick<GenerateOption
   if (o.jsonSchema && o.grammar) throw new UsageError('give either --json-schema or --grammar, not both');
   const read = (flag: string, file: string): string => {
     try {
-      return readFileSync(file, 'utf8');
+      return readRegularFile(file, flag, 'utf8');
     } catch (e) {
-      throw new UsageError(`${flag}: cannot read ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+      // readRegularFile says why (missing, a directory or FIFO, unreadable): pass its words on.
+      throw new UsageError((e as Error).message);
     }
   };
   if (o.jsonSchema) {
