@@ -4,7 +4,7 @@
  */
 import {
   audioEmbeddingOverrides, audioPromptIds, audioSoftTokens, encodeAudio, loadAudio, loadAudioModel,
-  renderAudioChatPrompt, withAudioInLastUserTurn, type AudioModel,
+  renderAudioChatPrompt, withAudioInLastUserTurn, type AudioModel, type AudioSoftTokens,
 } from '@mlxcel/audio';
 import { Tensor } from '@mlxcel/tensor';
 import { buildPrompt, type ChatMessage } from './chat/index.js';
@@ -48,6 +48,29 @@ export function audioPrompt(loaded: LoadedModel, wav: string | Uint8Array, text:
     : renderAudioChatPrompt(model, messages as never);
   const { ids } = audioPromptIds(model, rendered, [soft.nTokens], (t) => tokenizer.encode(t, { addSpecialTokens: false }));
   return { ids, overrides: audioEmbeddingOverrides(model, ids, [soft]), audioTokens: soft.nTokens };
+}
+
+/** One clip's soft tokens: the WAV decoded, resampled to 16 kHz and run through the audio tower. */
+export function audioClip(loaded: LoadedModel, wav: string | Uint8Array): AudioSoftTokens {
+  const model = audioModelOf(loaded);
+  return audioSoftTokens(model, loadAudio(wav).samples);
+}
+
+/**
+ * A conversation whose messages carry `{type: 'audio'}` content parts (anywhere, several allowed):
+ * the template renders one placeholder per part, each is expanded to its clip's token count (clips
+ * in part order) and the clips' soft tokens replace those rows. Needs the model's chat template.
+ */
+export function audioChatPrompt(loaded: LoadedModel, messages: readonly ChatMessage[], clips: readonly AudioSoftTokens[]): AudioPrompt {
+  const model = audioModelOf(loaded);
+  if (!loaded.tokenizer) throw new MlxcelError('TOKENIZER_MISSING', `${loaded.dir} has no tokenizer; audio prompts need one`);
+  if (!loaded.chatTemplate) throw new MlxcelError('CHAT_TEMPLATE_MISSING', `${loaded.dir} has no chat template; audio in chat messages needs one`);
+  const tokenizer = loaded.tokenizer;
+  const parts = messages.reduce((n, m) => n + (Array.isArray(m.content) ? (m.content as readonly { type: string }[]).filter((p) => p.type === 'audio').length : 0), 0);
+  if (parts !== clips.length) throw new MlxcelError('BAD_INPUT', `audioChatPrompt: ${parts} audio part(s) but ${clips.length} clip(s)`);
+  const rendered = buildPrompt(tokenizer, messages, { template: loaded.chatTemplate }).text;
+  const { ids } = audioPromptIds(model, rendered, clips.map((c) => c.nTokens), (t) => tokenizer.encode(t, { addSpecialTokens: false }));
+  return { ids, overrides: audioEmbeddingOverrides(model, ids, clips), audioTokens: clips.reduce((a, c) => a + c.nTokens, 0) };
 }
 
 /** The audio tensors of a trace: features, encoder output and the embeddings in text space. */

@@ -12,12 +12,12 @@ export { TokenEmitter } from './token-emitter.js';
 export { BatchScheduler, BatchedGeneration, type SchedulerOptions } from './batch.js';
 export { traceModel, writeTrace, compareTraces, perplexity, type TraceOptions, type TraceResult, type TraceComparison, type TensorComparison } from './trace.js';
 export { randomModel, randomCheckpoint, shrinkLayers, ensureDemoModel, defaultCacheDir, type RandomModelOptions } from './random.js';
-export { audioModelOf, audioPrompt, traceAudio, type AudioPrompt } from './audio.js';
+export { audioChatPrompt, audioClip, audioModelOf, audioPrompt, traceAudio, type AudioPrompt } from './audio.js';
 export * from './constraint/index.js';
 export * from './tools/index.js';
 /** Re-based override rows of one prefill chunk (for callers that slice a prompt themselves, e.g. chat). */
 export { overridesForChunk } from '@mlxcel/models-core';
 export {
-  hasImageParts, imagePrompt, imageSourceFromUrl, imageSourceOfPart, readImageFile, supportsImages, traceImages, visionDecodeEmbedding, visionInfo, visionModelOf,
+  decodeImage, hasImageParts, imagePrompt, imageSourceFromUrl, imageSourceOfPart, readImageFile, supportsImages, traceImages, visionDecodeEmbedding, visionInfo, visionModelOf,
   type ImagePrompt, type ImageTrace, type VisionInfo,
 } from './vision.js';

@@ -14,6 +14,9 @@ import { buildPrompt, type ChatMessage } from './chat/index.js';
 import { MlxcelError } from './errors.js';
 import type { LoadedModel } from './load.js';
 
+/** Image bytes / a file / raw pixels -> RGB pixels (header checked first; `maxPixels` caps width × height). */
+export { decodeImage } from '@mlxcel/vision';
+
 const towers = new WeakMap<LoadedModel, VisionModel>();
 
 /** The checkpoint's vision tower (loaded once per model); a clear error when it has none or is disabled. */

@@ -10,13 +10,14 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import { ApiError, fromEngineError, fromValidation } from './errors.js';
 import { GenerationRun, type EndReason, type PromptJob } from './generation.js';
 import { ServerMetrics } from './metrics.js';
-import { checkModel, parseChat, parseCompletion, type ChatRequest, type CompletionRequest, type ServedModel } from './requests.js';
+import { checkModel, parseChat, parseCompletion, type ChatRequest, type CompletionRequest, type ParsedRequest, type ServedModel } from './requests.js';
 import { samplingOptions } from './sampling-options.js';
 import { chatRequestSchema, completionRequestSchema } from './schemas.js';
 import { refuseUnsupported } from './unsupported.js';
 import { loadWebui } from './webui-route.js';
 import type { EngineClient } from './worker/client.js';
 import { EngineError } from './worker/client.js';
+import type { OutputStructure } from './worker/protocol.js';
 
 export interface AppOptions {
   served: ServedModel;
@@ -34,6 +35,8 @@ export interface AppOptions {
   maxBodyBytes: number;
   webui: boolean;
   fingerprint: string;
+  /** image_url parts may name files in the folder the engine thread was given (`--allow-local-files`). */
+  allowLocalFiles: boolean;
 }
 
 declare module 'fastify' {
@@ -163,9 +166,9 @@ export async function buildApp(engine: EngineClient, o: AppOptions): Promise<Bui
     if (engine.status !== 'ready' || !engine.model || !engine.text)
       throw new ApiError(503, 'the model is still loading', { code: 'model_loading', headers: { 'retry-after': '5' } });
     const info = engine.model;
-    const parsed = kind === 'chat' ? parseChat(body, info, engine.text) : parseCompletion(body, info, engine.text);
+    const parsed = kind === 'chat' ? parseChat(body, info, engine.text, { allowLocalFiles: o.allowLocalFiles }) : parseCompletion(body, info, engine.text);
     if (o.logPrompts) req.promptLog = kind === 'chat' ? body.messages : body.prompt;
-    const seqs = parsed.prompts.length * parsed.n;
+    const seqs = parsed.prompts.length * Math.max(parsed.n, parsed.bestOf);
     if (outstanding + seqs > o.maxBatch + o.maxQueue)
       throw new ApiError(429, `the server is busy: ${Math.max(0, outstanding - o.maxBatch)} sequences are already waiting (--max-queue ${o.maxQueue}); retry later`, {
         type: 'rate_limit_error', code: 'queue_full', headers: { 'retry-after': '1' },
@@ -173,23 +176,35 @@ export async function buildApp(engine: EngineClient, o: AppOptions): Promise<Bui
     outstanding += seqs;
     let released = false;
     let started = false;
+    /** A media prompt prepared on the engine thread and not yet handed to a run (released if the request is refused). */
+    let media: number | null = null;
     const release = () => {
       if (!released) outstanding -= seqs;
       released = true;
     };
     try {
       const promptParam = kind === 'chat' ? 'messages' : 'prompt';
-      const ids = await Promise.all(parsed.prompts.map((p) => engine.tokenize(p, parsed.raw).catch((e: EngineError) => { throw fromEngineError(e, promptParam); })));
+      const asApi = (e: EngineError) => fromEngineError(e, promptParam);
+      const prompts = await preparePrompts(engine, parsed).catch((e: unknown) => {
+        throw e instanceof EngineError ? asApi(e) : e;
+      });
+      media = prompts.media;
       const jobs: PromptJob[] = [];
-      for (const [i, p] of ids.entries()) {
-        const param = ids.length > 1 ? `${promptParam}[${i}]` : promptParam;
+      for (const [i, { ids: p, structure }] of prompts.list.entries()) {
+        const param = prompts.list.length > 1 ? `${promptParam}[${i}]` : promptParam;
         if (p.length === 0) throw new ApiError(400, `'${param}' has no tokens`, { param, code: 'empty_prompt' });
         if (p.length + 1 > info.maxContext)
           throw new ApiError(400, `'${param}' is ${p.length} tokens, which leaves no room in this model's ${info.maxContext}-token context`, { param, code: 'context_length_exceeded' });
         const spec = parsed.prompts[i]!;
         const echo = !parsed.echo ? '' : spec.kind === 'text' ? spec.text : await engine.decode(Array.from(p));
-        jobs.push({ ids: p, options: samplingOptions(body, info.maxContext - p.length), echo });
+        const echoLogprobs = parsed.echo && parsed.logprobs !== null ? await engine.promptLogprobs(p, parsed.logprobs).catch((e: EngineError) => { throw asApi(e); }) : undefined;
+        jobs.push({
+          ids: p, options: samplingOptions(body, info.maxContext - p.length), echo, echoLogprobs,
+          grammar: structure.grammar, suppressedIds: structure.suppressedIds, toolFormat: structure.parsesCalls ? structure.toolFormat : null,
+          media: prompts.media ?? undefined,
+        });
       }
+      media = null; // the run's submit takes the prepared media prompt over
       const run = new GenerationRun(engine, metrics, { id: `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${req.id}-${Date.now().toString(36)}`, created: Math.floor(Date.now() / 1000), model: o.served.name, system_fingerprint: o.fingerprint }, kind, parsed, jobs, (req as { t0?: number }).t0 ?? performance.now());
       started = true;
       req.run = run;
@@ -219,6 +234,7 @@ export async function buildApp(engine: EngineClient, o: AppOptions): Promise<Bui
     } catch (e) {
       // A request refused before its run started frees its queue slots here (a run frees them itself).
       if (!started) release();
+      if (media !== null) engine.release(media);
       throw e;
     }
   };
@@ -279,6 +295,35 @@ export async function buildApp(engine: EngineClient, o: AppOptions): Promise<Bui
     await closing;
   };
   return { app, metrics, drain };
+}
+
+/** The token ids of each prompt of a request and how its output is shaped (grammar, tool calls). */
+interface PreparedPrompts {
+  list: { ids: Int32Array; structure: OutputStructure }[];
+  /** Handle of the media prompt prepared on the engine thread (chat with images / audio). */
+  media: number | null;
+}
+
+const FREE: OutputStructure = { grammar: null, suppressedIds: [], toolFormat: null, parsesCalls: false };
+
+/**
+ * Tokenizes (or plans, or encodes the media of) a request's prompts on the worker threads; a grammar
+ * built apart from the prompt is built alongside. Worker errors reject with their EngineError.
+ */
+async function preparePrompts(engine: EngineClient, parsed: ParsedRequest): Promise<PreparedPrompts> {
+  const grammar = parsed.grammar ? engine.grammar(parsed.grammar) : Promise.resolve(null);
+  if (parsed.plan) {
+    const planned = await engine.plan(parsed.plan);
+    return { list: [planned], media: null };
+  }
+  if (parsed.media) {
+    // The grammar first: a bad schema is refused before any image is decoded.
+    const g = await grammar;
+    const m = await engine.prepareMedia(parsed.media);
+    return { list: [{ ids: m.ids, structure: { ...FREE, grammar: g } }], media: m.handle };
+  }
+  const [g, ids] = await Promise.all([grammar, Promise.all(parsed.prompts.map((p) => engine.tokenize(p, parsed.raw)))]);
+  return { list: ids.map((p) => ({ ids: p, structure: { ...FREE, grammar: g } })), media: null };
 }
 
 /** The model name a request may use by default: the repo id or the folder's name, never a full path. */

@@ -49,15 +49,43 @@ const ENGINE_ERRORS: Record<string, { status: number; param: string | null; code
   CHAT_PLACEHOLDER_MISMATCH: { status: 400, param: 'messages', code: null },
   SAMPLER_OPTION_INVALID: { status: 400, param: null, code: null },
   BAD_OPTION: { status: 400, param: null, code: null },
-  AUDIO_UNSUPPORTED: { status: 400, param: 'messages', code: 'audio_unsupported' },
+  AUDIO_UNSUPPORTED: { status: 400, param: 'messages', code: 'audio_input_unsupported' },
+  // structured output and tools (the worker names the field: response_format, grammar, tools[i].function.parameters, ...)
+  SCHEMA_UNSUPPORTED: { status: 400, param: 'response_format', code: 'unsupported_schema' },
+  SCHEMA_INVALID: { status: 400, param: 'response_format', code: 'invalid_schema' },
+  GRAMMAR_INVALID: { status: 400, param: 'grammar', code: 'invalid_grammar' },
+  GRAMMAR_LEFT_RECURSION: { status: 400, param: 'grammar', code: 'invalid_grammar' },
+  TOOLS_INVALID: { status: 400, param: 'tools', code: 'invalid_tools' },
+  TOOL_CHOICE_INVALID: { status: 400, param: 'tool_choice', code: 'invalid_tool_choice' },
+  TOOL_ARGUMENTS_INVALID: { status: 400, param: 'messages', code: 'invalid_tool_arguments' },
+  BAD_REQUEST: { status: 400, param: 'messages', code: 'invalid_value' },
+  // images and audio (the worker names the content part)
+  BAD_IMAGE_URL: { status: 400, param: 'messages', code: 'invalid_image_url' },
+  BAD_BASE64: { status: 400, param: 'messages', code: 'invalid_base64' },
+  REMOTE_URL_REFUSED: { status: 400, param: 'messages', code: 'remote_url_refused' },
+  LOCAL_FILE_REFUSED: { status: 400, param: 'messages', code: 'local_file_refused' },
+  FILE_MISSING: { status: 400, param: 'messages', code: 'file_not_found' },
+  IMAGE_TOO_LARGE: { status: 400, param: 'messages', code: 'image_too_large' },
+  E_IMAGE: { status: 400, param: 'messages', code: 'invalid_image' },
+  E_IMAGE_TOKENS: { status: 400, param: 'messages', code: 'image_placeholder_mismatch' },
+  E_AUDIO: { status: 400, param: 'messages', code: 'invalid_audio' },
+  E_AUDIO_TOKENS: { status: 400, param: 'messages', code: 'audio_placeholder_mismatch' },
+  /** Every E_WAV_* code of the WAV reader (truncated, unsupported format, bad chunk sizes, ...). */
+  E_WAV: { status: 400, param: 'messages', code: 'invalid_audio' },
+  E_CHAT: { status: 400, param: 'messages', code: 'invalid_value' },
+  VISION_UNSUPPORTED: { status: 400, param: 'messages', code: 'image_input_unsupported' },
+  VISION_DISABLED: { status: 400, param: 'messages', code: 'image_input_unsupported' },
   MODEL_LOADING: { status: 503, param: null, code: 'model_loading' },
 };
 
-/** An engine failure as the client sees it; `promptParam` names the prompt field of the route. */
-export function fromEngineError(e: { code: string; message: string }, promptParam: 'messages' | 'prompt'): ApiError {
-  const known = ENGINE_ERRORS[e.code];
+/**
+ * An engine failure as the client sees it; `promptParam` names the prompt field of the route. The
+ * field a worker named (`e.param`) wins over the table's.
+ */
+export function fromEngineError(e: { code: string; message: string; param?: string }, promptParam: 'messages' | 'prompt'): ApiError {
+  const known = ENGINE_ERRORS[e.code] ?? (e.code.startsWith('E_WAV_') ? ENGINE_ERRORS.E_WAV : undefined);
   if (!known) return new ApiError(500, `${e.message} (${e.code})`, { code: 'internal_error' });
-  const param = known.param === 'messages' || known.param === 'prompt' ? promptParam : known.param;
+  const param = e.param ?? (known.param === 'messages' || known.param === 'prompt' ? promptParam : known.param);
   return new ApiError(known.status, e.message, { param, code: known.code });
 }
 

@@ -3,9 +3,12 @@
  * text_completion), built from the engine's token events. Shapes are checked by the tests against
  * schemas.ts and, with tsc --strict, against the official SDK's types.
  */
+import type { ToolCall, ToolCallDelta } from '@mlxcel/engine';
 import type { TokenLogprob, TokenOut } from './worker/protocol.js';
 
-export type FinishReason = 'stop' | 'length';
+export type FinishReason = 'stop' | 'length' | 'tool_calls';
+/** Text completions never call tools. */
+export type CompletionFinishReason = Exclude<FinishReason, 'tool_calls'>;
 
 export interface Usage {
   prompt_tokens: number;
@@ -34,13 +37,20 @@ export function chatLogprobs(items: readonly TokenOut[], wanted: boolean) {
   return { content: items.filter((t) => t.logprob).map((t) => chatEntry(t.logprob!)), refusal: null };
 }
 
-export function chatCompletion(env: Envelope, choices: { text: string; items: TokenOut[]; finish: FinishReason }[], usage: Usage, logprobs: boolean) {
+/** The assistant message of a choice: its text, and the calls it made (content null when it only called tools). */
+function assistantMessage(text: string, toolCalls: readonly ToolCall[]) {
+  if (!toolCalls.length) return { role: 'assistant' as const, content: text, refusal: null };
+  const calls = toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.function.name, arguments: c.function.arguments } }));
+  return { role: 'assistant' as const, content: text.trim() ? text : null, refusal: null, tool_calls: calls };
+}
+
+export function chatCompletion(env: Envelope, choices: { text: string; items: TokenOut[]; finish: FinishReason; toolCalls: readonly ToolCall[] }[], usage: Usage, logprobs: boolean) {
   return {
     ...env,
     object: 'chat.completion' as const,
     choices: choices.map((c, index) => ({
       index,
-      message: { role: 'assistant' as const, content: c.text, refusal: null },
+      message: assistantMessage(c.text, c.toolCalls),
       logprobs: chatLogprobs(c.items, logprobs),
       finish_reason: c.finish,
     })),
@@ -51,7 +61,7 @@ export function chatCompletion(env: Envelope, choices: { text: string; items: To
 export function chatChunk(
   env: Envelope,
   index: number,
-  delta: { role?: 'assistant'; content?: string; refusal?: null },
+  delta: { role?: 'assistant'; content?: string; refusal?: null; tool_calls?: ToolCallDelta[] },
   finish: FinishReason | null,
   logprobs: ReturnType<typeof chatLogprobs>,
   includeUsage: boolean,
@@ -71,16 +81,20 @@ export function chatUsageChunk(env: Envelope, usage: Usage) {
 
 // ---- completions ----
 
-/** Legacy completions logprobs: parallel lists; `offset` is where these tokens' text starts in the choice. */
+/**
+ * Legacy completions logprobs: parallel lists; `offset` is where these tokens' text starts in the
+ * choice. An echoed prompt's first token has no logprob (NaN here): null in both lists, as OpenAI sends.
+ */
 export function completionLogprobs(items: readonly TokenOut[], wanted: boolean, offset: number) {
   if (!wanted) return null;
-  const out = { tokens: [] as string[], token_logprobs: [] as number[], top_logprobs: [] as Record<string, number>[], text_offset: [] as number[] };
+  const out = { tokens: [] as string[], token_logprobs: [] as (number | null)[], top_logprobs: [] as (Record<string, number> | null)[], text_offset: [] as number[] };
   let at = offset;
   for (const t of items) {
     if (t.logprob) {
+      const none = Number.isNaN(t.logprob.logprob);
       out.tokens.push(t.logprob.token);
-      out.token_logprobs.push(t.logprob.logprob);
-      out.top_logprobs.push(Object.fromEntries(t.logprob.top.map((x) => [x.token, x.logprob])));
+      out.token_logprobs.push(none ? null : t.logprob.logprob);
+      out.top_logprobs.push(none ? null : Object.fromEntries(t.logprob.top.map((x) => [x.token, x.logprob])));
       out.text_offset.push(at);
     }
     at += t.text.length;
@@ -89,11 +103,11 @@ export function completionLogprobs(items: readonly TokenOut[], wanted: boolean, 
 }
 
 /**
- * A text completion (`F` = FinishReason) or a streamed chunk of one (`F` = FinishReason | null).
+ * A text completion (`F` = CompletionFinishReason) or a streamed chunk of one (`F` = CompletionFinishReason | null).
  * Streamed chunks carry no `usage` (the SDK's Completion type has no null usage); with include_usage
  * the last chunk has it, with `choices: []`.
  */
-export function completion<F extends FinishReason | null>(
+export function completion<F extends CompletionFinishReason | null>(
   env: Envelope,
   choices: { index: number; text: string; logprobs: ReturnType<typeof completionLogprobs>; finish: F }[],
   usage: Usage | undefined,

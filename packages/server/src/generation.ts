@@ -5,31 +5,48 @@
  * an error event and `[DONE]`).
  */
 import { PassThrough } from 'node:stream';
+import { ToolCallStreamParser, toolFormatById, type ToolCall, type ToolCallDelta } from '@mlxcel/engine';
 import { ApiError, fromEngineError } from './errors.js';
 import {
   chatChunk, chatCompletion, chatLogprobs, chatUsageChunk, completion, completionLogprobs, usageOf,
-  type Envelope, type FinishReason,
+  type CompletionFinishReason, type Envelope, type FinishReason,
 } from './format.js';
 import type { ServerMetrics } from './metrics.js';
 import type { ParsedRequest } from './requests.js';
 import type { EngineSamplingOptions } from './sampling-options.js';
 import type { EngineClient, EngineError } from './worker/client.js';
-import type { ChoiceStats, TokenOut } from './worker/protocol.js';
+import type { ChoiceStats, GrammarSpec, OutputStructure, TokenOut } from './worker/protocol.js';
 
 export interface PromptJob {
   ids: Int32Array;
   options: EngineSamplingOptions;
   /** Text the completion starts with when `echo` is set. */
   echo: string;
+  /** Completions `echo` with `logprobs`: the prompt tokens' entries (the first one's logprob null). */
+  echoLogprobs?: TokenOut[];
+  /** The grammar the output follows (null: free text). */
+  grammar: GrammarSpec | null;
+  suppressedIds?: number[];
+  /** Tool-call format whose calls are parsed out of the text (null: none). */
+  toolFormat: OutputStructure['toolFormat'];
+  /** A media prompt prepared on the engine thread. */
+  media?: number;
 }
 
 interface Choice {
   index: number;
+  /** The prompt it continues (best_of ranks candidates per prompt). */
+  prompt: number;
+  /** Content text (tool-call blocks taken out where a parser runs). */
   text: string;
   items: TokenOut[];
   finish: FinishReason | null;
   generated: number;
   lastTokenAt: number;
+  parser: ToolCallStreamParser | null;
+  toolCalls: ToolCall[];
+  /** Sum of the sampled tokens' logprobs (best_of's score is the mean). */
+  logprobSum: number;
 }
 
 /** Why a request was ended before its choices finished on their own. */
@@ -54,6 +71,8 @@ export class GenerationRun {
   private readonly byIndex = new Map<number, Choice>();
   private readonly promptTokens: number;
   private readonly wantLogprobs: boolean;
+  /** Candidates sampled per prompt (best_of; n when no best_of). */
+  private readonly perPrompt: number;
   private readonly cancels: (() => void)[] = [];
   private left: number;
   private firstToken = true;
@@ -72,9 +91,14 @@ export class GenerationRun {
     private readonly arrivedAt: number,
   ) {
     this.result = new Promise((r) => (this.resolveResult = r));
+    this.perPrompt = Math.max(req.n, req.bestOf);
     jobs.forEach((job, p) => {
-      for (let c = 0; c < req.n; c++) {
-        const choice = { index: p * req.n + c, text: kind === 'completions' && req.echo ? job.echo : '', items: [], finish: null, generated: 0, lastTokenAt: 0 };
+      for (let c = 0; c < this.perPrompt; c++) {
+        const choice: Choice = {
+          index: p * this.perPrompt + c, prompt: p, text: kind === 'completions' && req.echo ? job.echo : '', items: kind === 'completions' && job.echoLogprobs ? [...job.echoLogprobs] : [],
+          finish: null, generated: 0, lastTokenAt: 0,
+          parser: job.toolFormat ? new ToolCallStreamParser(toolFormatById(job.toolFormat).syntax) : null, toolCalls: [], logprobSum: 0,
+        };
         this.choices.push(choice);
         this.byIndex.set(choice.index, choice);
       }
@@ -87,8 +111,14 @@ export class GenerationRun {
     // Chat streams open each choice with its role, as OpenAI does (SDK accumulators need it).
     if (this.stream && kind === 'chat')
       for (const c of this.choices) this.write(chatChunk(env, c.index, { role: 'assistant', content: '', refusal: null }, null, null, req.includeUsage));
+    // Completions with echo + logprobs stream the prompt's entries first.
+    if (this.stream && kind === 'completions')
+      for (const c of this.choices) if (c.items.length || (req.echo && c.text)) this.write(completion(env, [{ index: c.index, text: c.text, logprobs: completionLogprobs(c.items, this.wantLogprobs, 0), finish: null }], undefined));
+    // best_of ranks candidates by their tokens' mean logprob, so it needs them even when the client did not ask.
+    const engineLogprobs = req.logprobs ?? (this.perPrompt > req.n ? 0 : null);
     jobs.forEach((job, p) => {
-      this.cancels.push(engine.submit({ ids: job.ids, n: req.n, firstIndex: p * req.n, options: job.options, logprobs: req.logprobs }, {
+      const submit = { ids: job.ids, n: this.perPrompt, firstIndex: p * this.perPrompt, options: job.options, logprobs: engineLogprobs, grammar: job.grammar, suppressedIds: job.suppressedIds, media: job.media };
+      this.cancels.push(engine.submit(submit, {
         tokens: (i, items) => this.onTokens(this.byIndex.get(i)!, items),
         end: (i, s) => this.endChoice(this.byIndex.get(i)!, finishOf(s)),
         error: (i, e: EngineError) => {
@@ -136,26 +166,46 @@ export class GenerationRun {
       if (c.lastTokenAt) this.metrics.interTokenLatency.observe((now - c.lastTokenAt) / 1000);
       c.lastTokenAt = now;
     }
+    for (const t of items) if (t.logprob) c.logprobSum += t.logprob.logprob;
     const offset = c.text.length;
-    for (const t of items) c.text += t.text;
+    const raw = items.map((t) => t.text).join('');
+    // With tools, call blocks become tool_calls; only the text around them is content.
+    const parsed = c.parser ? c.parser.push(raw) : { content: raw, toolCalls: [] };
+    c.text += parsed.content;
+    c.toolCalls.push(...toToolCalls(parsed.toolCalls));
     if (!this.stream) {
-      if (this.wantLogprobs) c.items.push(...items);
+      if (this.wantLogprobs || this.perPrompt > this.req.n) c.items.push(...items);
       return;
     }
-    const text = items.map((t) => t.text).join('');
-    if (!text && !(this.wantLogprobs && items.some((t) => t.logprob))) return;
+    this.streamPiece(c, parsed.content, parsed.toolCalls, items, offset);
+  }
+
+  /** One streamed chunk: content (and its tokens' logprobs), and the tool-call deltas completed by it. */
+  private streamPiece(c: Choice, text: string, calls: ToolCallDelta[], items: readonly TokenOut[], offset: number): void {
     const { env, req } = this;
-    if (this.kind === 'chat') this.write(chatChunk(env, c.index, { content: text }, null, chatLogprobs(items, this.wantLogprobs), req.includeUsage));
-    else this.write(completion(env, [{ index: c.index, text, logprobs: completionLogprobs(items, this.wantLogprobs, offset), finish: null }], undefined));
+    const logprobs = this.wantLogprobs && items.some((t) => t.logprob);
+    if (text || logprobs) {
+      if (this.kind === 'chat') this.write(chatChunk(env, c.index, { content: text }, null, chatLogprobs(items, this.wantLogprobs), req.includeUsage));
+      else this.write(completion(env, [{ index: c.index, text, logprobs: completionLogprobs(items, this.wantLogprobs, offset), finish: null }], undefined));
+    }
+    if (calls.length && this.kind === 'chat') this.write(chatChunk(env, c.index, { tool_calls: calls }, null, this.wantLogprobs ? chatLogprobs([], true) : null, req.includeUsage));
   }
 
   private endChoice(c: Choice, finish: FinishReason): void {
     if (c.finish) return;
+    if (c.parser) {
+      // A call block the model did not close (it stopped at EOS or the budget) is decoded if it can be.
+      const rest = c.parser.flush();
+      c.text += rest.content;
+      c.toolCalls.push(...toToolCalls(rest.toolCalls));
+      if (this.stream) this.streamPiece(c, rest.content, rest.toolCalls, [], c.text.length);
+    }
+    if (c.toolCalls.length) finish = 'tool_calls';
     c.finish = finish;
     if (this.stream) {
       const { env, req } = this;
       if (this.kind === 'chat') this.write(chatChunk(env, c.index, {}, finish, this.wantLogprobs ? chatLogprobs([], true) : null, req.includeUsage));
-      else this.write(completion(env, [{ index: c.index, text: '', logprobs: null, finish }], undefined));
+      else this.write(completion(env, [{ index: c.index, text: '', logprobs: null, finish: completionFinish(finish) }], undefined));
     }
     if (--this.left === 0) this.finish();
   }
@@ -177,9 +227,29 @@ export class GenerationRun {
       const timeout = this.endReason.code === 'request_timeout';
       this.resolveResult(new ApiError(timeout ? 504 : 503, this.endReason.message, { type: timeout ? 'timeout_error' : 'server_error', code: this.endReason.code }));
     } else if (kind === 'chat') {
-      this.resolveResult(chatCompletion(env, choices.map((c) => ({ text: c.text, items: c.items, finish: c.finish ?? 'stop' })), usage, this.wantLogprobs));
+      this.resolveResult(chatCompletion(env, choices.map((c) => ({ text: c.text, items: c.items, finish: c.finish ?? 'stop', toolCalls: c.toolCalls })), usage, this.wantLogprobs));
     } else {
-      this.resolveResult(completion(env, choices.map((c) => ({ index: c.index, text: c.text, logprobs: completionLogprobs(c.items, this.wantLogprobs, 0), finish: c.finish ?? 'stop' })), usage));
+      const best = this.perPrompt > req.n ? this.bestCandidates() : choices;
+      this.resolveResult(completion(env, best.map((c, i) => ({ index: i, text: c.text, logprobs: completionLogprobs(c.items, this.wantLogprobs, 0), finish: completionFinish(c.finish ?? 'stop') })), usage));
     }
   }
+
+  /** best_of: per prompt, the n candidates with the highest mean logprob per generated token, best first. */
+  private bestCandidates(): Choice[] {
+    const score = (c: Choice) => (c.generated ? c.logprobSum / c.generated : -Infinity);
+    const out: Choice[] = [];
+    for (let p = 0; p * this.perPrompt < this.choices.length; p++) {
+      const candidates = this.choices.filter((c) => c.prompt === p).sort((a, b) => score(b) - score(a) || a.index - b.index);
+      out.push(...candidates.slice(0, this.req.n));
+    }
+    return out;
+  }
+}
+
+/** A completion's finish reason (completions parse no tool calls, so 'tool_calls' cannot occur). */
+const completionFinish = (f: FinishReason): CompletionFinishReason => (f === 'tool_calls' ? 'stop' : f);
+
+/** Streamed deltas of complete calls -> the calls of a message. */
+function toToolCalls(deltas: readonly ToolCallDelta[]): ToolCall[] {
+  return deltas.map((d) => ({ id: d.id!, type: 'function', function: { name: d.function.name ?? '', arguments: d.function.arguments } }));
 }

@@ -7,7 +7,7 @@
  *   await server.ready;            // /health answers 503 until the model is loaded
  *   await server.close(30);        // drain: finish in-flight requests within 30 s
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { buildApp, defaultModelName } from './app.js';
@@ -44,6 +44,11 @@ export interface ServerOptions {
   chatTemplateFile?: string;
   /** KV cache storage ('f32', 'f16', 'bf16', 'q8', 'k8v4' where the model supports it). */
   kvCache?: string;
+  /**
+   * A folder `image_url` parts may name files in (a path or file: URL; regular files only, confined to
+   * the folder after symlinks are followed). Default: none (data: URLs only). Remote URLs are never fetched.
+   */
+  allowLocalFiles?: string;
   /** Download progress while the model is fetched. */
   onProgress?: (p: DownloadProgress) => void;
 }
@@ -67,7 +72,8 @@ const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.
 
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const maxBatch = opts.maxBatch ?? 8;
-  const engine = new EngineClient({ model: opts.model, maxBatch, chatTemplateFile: opts.chatTemplateFile, kvCache: opts.kvCache }, opts.onProgress);
+  const allowLocalFiles = opts.allowLocalFiles === undefined ? undefined : localFilesFolder(opts.allowLocalFiles);
+  const engine = new EngineClient({ model: opts.model, maxBatch, chatTemplateFile: opts.chatTemplateFile, kvCache: opts.kvCache, allowLocalFiles }, opts.onProgress);
   const fallbackName = defaultModelName(opts.model);
   const name = opts.modelName ?? fallbackName;
   const aliases = [...new Set([...(opts.aliases ?? []), fallbackName])].filter((a) => a !== name);
@@ -84,6 +90,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     maxBodyBytes: opts.maxBodyBytes ?? 16 * 1024 * 1024,
     webui: opts.webui ?? true,
     fingerprint,
+    allowLocalFiles: allowLocalFiles !== undefined,
   });
   try {
     await app.listen({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 8080 });
@@ -102,6 +109,18 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     close: (graceSeconds = 30) =>
       (closing ??= drain(graceSeconds * 1000).finally(() => engine.close())),
   };
+}
+
+/** The resolved folder of `allowLocalFiles` (symlinks followed); throws naming the option when it is not a folder. */
+function localFilesFolder(dir: string): string {
+  let real: string;
+  try {
+    real = realpathSync(dir);
+  } catch {
+    throw Object.assign(new Error(`allowLocalFiles: ${dir} does not exist`), { code: 'BAD_OPTION' });
+  }
+  if (!statSync(real).isDirectory()) throw Object.assign(new Error(`allowLocalFiles: ${dir} is not a folder`), { code: 'BAD_OPTION' });
+  return real;
 }
 
 export { ApiError, type ErrorBody } from './errors.js';

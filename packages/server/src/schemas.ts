@@ -58,6 +58,17 @@ const textPart = {
   },
 } as const;
 
+/** A call the assistant made (in requests: the history of an agent loop; in responses: what the model called). */
+const toolCall = {
+  type: 'object',
+  required: ['id', 'type', 'function'],
+  properties: {
+    id: { type: 'string' },
+    type: { const: 'function' },
+    function: { type: 'object', required: ['name', 'arguments'], properties: { name: { type: 'string' }, arguments: { type: 'string' } } },
+  },
+} as const;
+
 const message = {
   type: 'object',
   required: ['role'],
@@ -65,10 +76,52 @@ const message = {
     role: { enum: ['system', 'developer', 'user', 'assistant', 'tool', 'function'] },
     content: { anyOf: [{ type: 'string' }, { type: 'null' }, { type: 'array', items: textPart }] },
     name: { type: 'string' },
-    tool_calls: { type: 'array' },
+    tool_calls: nullable({ type: 'array', items: toolCall }),
     tool_call_id: { type: 'string' },
   },
 } as const;
+
+/** `tools[i]`: a function the model may call; `parameters` is the JSON Schema of its arguments (checked when it is compiled). */
+const tool = {
+  type: 'object',
+  required: ['type', 'function'],
+  properties: {
+    type: { const: 'function' },
+    function: {
+      type: 'object',
+      required: ['name'],
+      properties: {
+        name: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,64}$' },
+        description: { type: 'string' },
+        parameters: { type: 'object' },
+        strict: nullable({ type: 'boolean' }),
+      },
+    },
+  },
+} as const;
+
+const toolChoice = nullable({
+  anyOf: [
+    { enum: ['auto', 'none', 'required'] },
+    { type: 'object', required: ['type', 'function'], properties: { type: { const: 'function' }, function: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } } },
+  ],
+});
+
+const responseFormat = nullable({
+  type: 'object',
+  required: ['type'],
+  properties: {
+    type: { enum: ['text', 'json_object', 'json_schema'] },
+    json_schema: {
+      type: 'object',
+      required: ['name'],
+      properties: { name: { type: 'string' }, description: { type: 'string' }, schema: { type: ['object', 'boolean'] }, strict: nullable({ type: 'boolean' }) },
+    },
+  },
+});
+
+/** A llama.cpp-style GBNF grammar the output must follow (compiled on the tokenizer thread). */
+const grammar = nullable({ type: 'string', minLength: 1 });
 
 export const chatRequestSchema = {
   $id: 'ChatCompletionRequest',
@@ -80,6 +133,11 @@ export const chatRequestSchema = {
     max_completion_tokens: rule('max_completion_tokens', { min: 1 }),
     logprobs: nullable({ type: 'boolean' }),
     top_logprobs: int(0, 20),
+    tools: nullable({ type: 'array', items: tool, maxItems: 128 }),
+    tool_choice: toolChoice,
+    parallel_tool_calls: nullable({ type: 'boolean' }),
+    response_format: responseFormat,
+    grammar,
   },
 } as const;
 
@@ -102,6 +160,7 @@ export const completionRequestSchema = {
     echo: nullable({ type: 'boolean' }),
     logprobs: int(0, 20),
     best_of: int(1, 16),
+    grammar,
   },
 } as const;
 
@@ -131,7 +190,7 @@ const chatLogprobs = nullable({
   },
 });
 
-const finishReason = { enum: ['stop', 'length'] } as const;
+const finishReason = { enum: ['stop', 'length', 'tool_calls'] } as const;
 const envelope = (object: string) => ({
   id: { type: 'string' },
   object: { const: object },
@@ -156,7 +215,13 @@ export const chatCompletionSchema = {
           message: {
             type: 'object',
             required: ['role', 'content', 'refusal'],
-            properties: { role: { const: 'assistant' }, content: { type: 'string' }, refusal: { type: 'null' } },
+            properties: {
+              role: { const: 'assistant' },
+              // null when the message only calls tools
+              content: { type: ['string', 'null'] },
+              refusal: { type: 'null' },
+              tool_calls: { type: 'array', items: toolCall, minItems: 1 },
+            },
           },
           logprobs: chatLogprobs,
           finish_reason: finishReason,
@@ -182,7 +247,23 @@ export const chatChunkSchema = {
           index: { type: 'integer' },
           delta: {
             type: 'object',
-            properties: { role: { const: 'assistant' }, content: { type: 'string' }, refusal: { type: 'null' } },
+            properties: {
+              role: { const: 'assistant' },
+              content: { type: 'string' },
+              refusal: { type: 'null' },
+              // OpenAI's incremental form: `index` says which call a piece belongs to; id, type and name come with its first piece
+              tool_calls: {
+                type: 'array',
+                items: {
+                  type: 'object',
+                  required: ['index', 'function'],
+                  properties: {
+                    index: { type: 'integer' }, id: { type: 'string' }, type: { const: 'function' },
+                    function: { type: 'object', properties: { name: { type: 'string' }, arguments: { type: 'string' } } },
+                  },
+                },
+              },
+            },
           },
           logprobs: chatLogprobs,
           finish_reason: nullable(finishReason),
@@ -198,8 +279,9 @@ const completionLogprobs = nullable({
   required: ['tokens', 'token_logprobs', 'top_logprobs', 'text_offset'],
   properties: {
     tokens: { type: 'array', items: { type: 'string' } },
-    token_logprobs: { type: 'array', items: { type: 'number' } },
-    top_logprobs: { type: 'array', items: { type: 'object', additionalProperties: { type: 'number' } } },
+    // null for an echoed prompt's first token (nothing precedes it)
+    token_logprobs: { type: 'array', items: { type: ['number', 'null'] } },
+    top_logprobs: { type: 'array', items: { anyOf: [{ type: 'object', additionalProperties: { type: 'number' } }, { type: 'null' }] } },
     text_offset: { type: 'array', items: { type: 'integer' } },
   },
 });

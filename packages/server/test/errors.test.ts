@@ -14,6 +14,7 @@ const COMPLETIONS = '/v1/completions';
 const user = (content: unknown) => [{ role: 'user', content }];
 const chat = (extra: Record<string, unknown>) => ({ messages: user('Hello'), max_tokens: 2, ...extra });
 const compl = (extra: Record<string, unknown>) => ({ prompt: 'Hello', max_tokens: 2, ...extra });
+const TOOL = (name: string, parameters: Record<string, unknown> = { type: 'object', properties: {} }) => ({ type: 'function', function: { name, parameters } });
 
 interface Case {
   name: string;
@@ -77,11 +78,35 @@ const cases: Case[] = [
   { name: 'logprobs as a string', body: chat({ logprobs: 'true' }), status: 400, param: 'logprobs' },
   { name: 'top_logprobs without logprobs', body: chat({ top_logprobs: 3 }), status: 400, param: 'top_logprobs' },
   { name: 'top_logprobs 50', body: chat({ logprobs: true, top_logprobs: 50 }), status: 400, param: 'top_logprobs' },
-  // not implemented yet: refused, never ignored
-  { name: 'tools', body: chat({ tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }), status: 400, param: 'tools', code: 'unsupported_parameter' },
-  { name: 'tool_choice', body: chat({ tool_choice: 'auto' }), status: 400, param: 'tool_choice', code: 'unsupported_parameter' },
-  { name: 'response_format json_object', body: chat({ response_format: { type: 'json_object' } }), status: 400, param: 'response_format', code: 'unsupported_parameter' },
-  { name: 'grammar', body: chat({ grammar: 'root ::= "a"' }), status: 400, param: 'grammar', code: 'unsupported_parameter' },
+  // tools, tool_choice, response_format, grammar
+  { name: 'tools is an object', body: chat({ tools: { type: 'function' } }), status: 400, param: 'tools' },
+  { name: 'tool without a function', body: chat({ tools: [{ type: 'function' }] }), status: 400, param: 'tools[0].function', code: 'missing_required_parameter' },
+  { name: 'tool with a bad function name', body: chat({ tools: [{ type: 'function', function: { name: 'no spaces please' } }] }), status: 400, param: 'tools[0].function.name' },
+  { name: 'tool parameters not an object', body: chat({ tools: [{ type: 'function', function: { name: 'f', parameters: 'x' } }] }), status: 400, param: 'tools[0].function.parameters' },
+  { name: 'tool used twice', body: chat({ tools: [TOOL('f'), TOOL('f')] }), status: 400, param: 'tools[1].function.name', code: 'invalid_tools' },
+  { name: 'tool parameters with an unsupported keyword (forced call)', body: chat({ tools: [TOOL('f', { type: 'object', properties: { a: { type: 'string', format: 'email' } } })], tool_choice: 'required' }), status: 400, param: 'tools[0].function.parameters', code: 'unsupported_schema' },
+  { name: 'strict tool parameters with an unsupported keyword', body: chat({ tools: [{ type: 'function', function: { name: 'f', strict: true, parameters: { type: 'object', not: {} } } }] }), status: 400, param: 'tools[0].function.parameters', code: 'unsupported_schema' },
+  { name: 'tool_choice naming an unknown function', body: chat({ tools: [TOOL('f')], tool_choice: { type: 'function', function: { name: 'g' } } }), status: 400, param: 'tool_choice', code: 'invalid_tool_choice' },
+  { name: 'tool_choice required without tools', body: chat({ tool_choice: 'required' }), status: 400, param: 'tool_choice', code: 'invalid_tool_choice' },
+  { name: 'tool_choice not a known word', body: chat({ tools: [TOOL('f')], tool_choice: 'always' }), status: 400, param: 'tool_choice' },
+  { name: 'parallel_tool_calls as a string', body: chat({ parallel_tool_calls: 'no' }), status: 400, param: 'parallel_tool_calls' },
+  { name: 'grammar together with a forced call', body: chat({ tools: [TOOL('f')], tool_choice: 'required', grammar: 'root ::= "a"' }), status: 400, param: 'grammar' },
+  { name: 'assistant tool_calls without function', body: { messages: [...user('a'), { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function' }] }, ...user('b')] }, status: 400, param: 'messages[1].tool_calls[0].function', code: 'missing_required_parameter' },
+  { name: 'tool call arguments that are not JSON', body: chat({ tools: [TOOL('f')], messages: [...user('a'), { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{oops' } }] }, { role: 'tool', tool_call_id: 'c1', content: '1' }] }), status: 400, param: 'messages', code: 'invalid_tool_arguments' },
+  { name: 'response_format type xml', body: chat({ response_format: { type: 'xml' } }), status: 400, param: 'response_format.type' },
+  { name: 'response_format json_schema without a name', body: chat({ response_format: { type: 'json_schema', json_schema: { schema: {} } } }), status: 400, param: 'response_format.json_schema.name', code: 'missing_required_parameter' },
+  { name: 'response_format json_schema without a schema', body: chat({ response_format: { type: 'json_schema', json_schema: { name: 'x' } } }), status: 400, param: 'response_format', code: 'invalid_schema' },
+  { name: 'response_format json_schema with an unsupported keyword', body: chat({ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', patternProperties: { a: {} } } } } }), status: 400, param: 'response_format', code: 'unsupported_schema' },
+  { name: 'response_format json_schema with a dangling $ref', body: chat({ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { $ref: '#/$defs/nope' } } } }), status: 400, param: 'response_format', code: 'invalid_schema' },
+  { name: 'grammar is a number', body: chat({ grammar: 5 }), status: 400, param: 'grammar' },
+  { name: 'grammar that does not parse', body: chat({ grammar: 'root ::= "a" (' }), status: 400, param: 'grammar', code: 'invalid_grammar' },
+  { name: 'grammar with an undefined rule', body: chat({ grammar: 'root ::= other' }), status: 400, param: 'grammar', code: 'invalid_grammar' },
+  { name: 'grammar with left recursion', body: chat({ grammar: 'root ::= root "a" | "a"' }), status: 400, param: 'grammar', code: 'invalid_grammar' },
+  { name: 'grammar together with response_format', body: chat({ grammar: 'root ::= "a"', response_format: { type: 'json_object' } }), status: 400, param: 'grammar' },
+  { name: 'legacy functions', body: chat({ functions: [{ name: 'f' }] }), status: 400, param: 'functions', code: 'unsupported_parameter' },
+  { name: 'completions: grammar that does not parse', path: COMPLETIONS, body: compl({ grammar: 'root ::= [a-' }), status: 400, param: 'grammar', code: 'invalid_grammar' },
+  { name: 'completions: tools', path: COMPLETIONS, body: compl({ tools: [TOOL('f')] }), status: 400, param: 'tools', code: 'unsupported_parameter' },
+  { name: 'completions: response_format', path: COMPLETIONS, body: compl({ response_format: { type: 'json_object' } }), status: 400, param: 'response_format', code: 'unsupported_parameter' },
   // model
   { name: 'unknown model', body: chat({ model: 'gpt-4o' }), status: 404, param: 'model', code: 'model_not_found' },
   { name: 'model is a number', body: chat({ model: 5 }), status: 400, param: 'model' },
@@ -95,8 +120,8 @@ const cases: Case[] = [
   { name: 'completions: token id outside the vocabulary', path: COMPLETIONS, body: compl({ prompt: [99999999] }), status: 400, param: 'prompt' },
   { name: 'completions: empty token list in a batch', path: COMPLETIONS, body: compl({ prompt: [[1, 2], []] }), status: 400, param: 'prompt[1]' },
   { name: 'completions: token ids longer than the context', path: COMPLETIONS, body: compl({ prompt: Array(5000).fill(100) }), status: 400, param: 'prompt', code: 'context_length_exceeded' },
-  { name: 'completions: echo with logprobs', path: COMPLETIONS, body: compl({ echo: true, logprobs: 2 }), status: 400, param: 'logprobs' },
-  { name: 'completions: best_of other than n', path: COMPLETIONS, body: compl({ best_of: 3 }), status: 400, param: 'best_of' },
+  { name: 'completions: best_of below n', path: COMPLETIONS, body: compl({ n: 3, best_of: 2 }), status: 400, param: 'best_of' },
+  { name: 'completions: best_of above n, streamed', path: COMPLETIONS, body: compl({ best_of: 3, stream: true }), status: 400, param: 'best_of' },
   { name: 'completions: suffix', path: COMPLETIONS, body: compl({ suffix: 'end' }), status: 400, param: 'suffix' },
   { name: 'completions: logprobs 50', path: COMPLETIONS, body: compl({ logprobs: 50 }), status: 400, param: 'logprobs' },
   // routes

@@ -1,4 +1,5 @@
 /** mlxcel serve: the OpenAI-compatible server from @mlxcel/server, with graceful shutdown on SIGTERM / SIGINT. */
+import { statSync } from 'node:fs';
 import type { Command } from 'commander';
 import { ensureDemoModel } from '@mlxcel/engine';
 import { startServer, type DownloadProgress } from '@mlxcel/server';
@@ -8,6 +9,18 @@ import { info, Progress, yellow } from '../ui/output.js';
 import { addMatmulFlag, applyMatmulPrecision } from '../matmul-precision.js';
 
 const list = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
+
+/** --allow-local-files DIR must name an existing folder. */
+function localFilesDir(dir: string): string {
+  let st;
+  try {
+    st = statSync(dir);
+  } catch {
+    throw new UsageError(`--allow-local-files: ${dir} does not exist`);
+  }
+  if (!st.isDirectory()) throw new UsageError(`--allow-local-files: ${dir} is not a folder`);
+  return dir;
+}
 
 export function registerServe(program: Command): void {
   const cmd = program
@@ -29,7 +42,8 @@ export function registerServe(program: Command): void {
     .option('--no-webui', 'do not serve the chat web page on GET /')
     .option('--chat-template <file>', 'use this Jinja chat template instead of the model\'s')
     .option('--kv-cache <kind>', 'KV cache storage: f32, f16, bf16, q8, k8v4 (where the model supports it)')
-    .option('--max-body-bytes <n>', 'largest request body', int('--max-body-bytes', 1024), 16 * 1024 * 1024);
+    .option('--max-body-bytes <n>', 'largest request body', int('--max-body-bytes', 1024), 16 * 1024 * 1024)
+    .option('--allow-local-files <dir>', 'let image_url parts name files (a path or file: URL) inside this folder; regular files only, symlinks must stay inside (default: data: URLs only; remote URLs are never fetched)');
   addMatmulFlag(cmd, 'fast')
     .action(async (o: Record<string, unknown>) => {
       applyMatmulPrecision(o);
@@ -60,6 +74,7 @@ export function registerServe(program: Command): void {
         webui: o.webui !== false,
         chatTemplateFile: o.chatTemplate as string | undefined,
         kvCache: o.kvCache as string | undefined,
+        allowLocalFiles: o.allowLocalFiles === undefined ? undefined : localFilesDir(o.allowLocalFiles as string),
         onProgress: (p: DownloadProgress) => {
           let bar = bars.get(p.file);
           if (!bar) bars.set(p.file, (bar = new Progress(`downloading ${p.file}`)));

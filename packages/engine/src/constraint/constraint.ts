@@ -74,7 +74,7 @@ const CACHE_SIZE = 32;
  * are cached per tokenizer by their source (the last 32), so repeated schemas reuse their mask caches.
  */
 export function compileConstraint(spec: ConstraintSpec, tokenizer: Tokenizer, opts: CompileOptions): CompiledConstraint | null {
-  const key = specKey(spec);
+  const key = constraintKey(spec);
   let byTok = compiledCache.get(tokenizer);
   if (!byTok) compiledCache.set(tokenizer, (byTok = new Map()));
   const fullKey = `${opts.vocabSize ?? tokenizer.vocabSize}|${opts.eosIds.join(',')}|${key}`;
@@ -95,7 +95,8 @@ export function compileConstraint(spec: ConstraintSpec, tokenizer: Tokenizer, op
   return c;
 }
 
-function specKey(spec: ConstraintSpec): string | null {
+/** The cache key of a spec's source (null when it has none: a code-built grammar without `key`). */
+export function constraintKey(spec: ConstraintSpec): string | null {
   if (spec.grammar !== undefined) return typeof spec.grammar === 'string' ? `g:${spec.grammar}` : spec.key !== undefined ? `k:${spec.key}` : null;
   const rf = spec.responseFormat;
   if (!rf || rf.type === 'text') return 'text';

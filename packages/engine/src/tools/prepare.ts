@@ -5,13 +5,15 @@
  * `MlxcelError` whose code is in `CLIENT_ERROR_CODES` (a server answers them with 400) and whose
  * message names the request field.
  */
-import type { ChatMessage } from '../chat/index.js';
+import type { ChatMessage, ChatTemplate } from '../chat/index.js';
 import { buildPrompt } from '../chat/index.js';
-import { type CompiledConstraint, type ResponseFormat, compileConstraint } from '../constraint/index.js';
-import { GrammarBuilder, type Sequence } from '../constraint/grammar.js';
+import { type CompiledConstraint, type ResponseFormat, compileConstraint, constraintKey, grammarOf } from '../constraint/constraint.js';
+import { type Grammar, GrammarBuilder, type Sequence } from '../constraint/grammar.js';
+import { jsonSchemaGrammar } from '../constraint/json-schema.js';
 import { MlxcelError } from '../errors.js';
 import type { LoadedModel } from '../load.js';
-import { type ToolFormat, toolFormatFor } from './formats.js';
+import type { Tokenizer } from '../tokenizer/index.js';
+import { type ToolFormat, type ToolFormatId, toolFormatById, toolFormatFor } from './formats.js';
 import { ToolCallStreamParser } from './parse.js';
 import type { OpenAIMessage, ToolChoice, ToolDefinition } from './types.js';
 
@@ -49,54 +51,123 @@ export interface PreparedChat {
   newParser(): ToolCallStreamParser | null;
 }
 
-export function prepareChatRequest(loaded: LoadedModel, req: ChatRequestFields): PreparedChat {
-  const tok = loaded.tokenizer;
-  if (!tok) throw new MlxcelError('TOKENIZER_MISSING', `${loaded.dir} has no tokenizer`);
-  if (!Array.isArray(req.messages) || req.messages.length === 0) throw new MlxcelError('BAD_REQUEST', 'messages must be a non-empty array');
-  const tools = validateTools(req.tools ?? []);
-  const choice = req.tool_choice ?? 'auto';
-  const named = validateChoice(choice, tools);
-  if (tools.length === 0 && (choice === 'required' || named))
-    throw new MlxcelError('TOOL_CHOICE_INVALID', `tool_choice ${JSON.stringify(choice)} needs tools`);
-  const format = tools.length ? toolFormatFor(loaded.chatTemplate?.template) : null;
-  const activeTools = choice === 'none' ? [] : tools;
+/** What planning a request needs: the tokenizer and the chat template (a tokenizer thread has both). */
+export interface ChatPlanContext {
+  tokenizer: Tokenizer;
+  chatTemplate: ChatTemplate | null;
+}
 
-  const vocabSize = loaded.model.vocabSize;
-  let constraint: CompiledConstraint | null = null;
+/**
+ * A chat request planned without the model: its prompt and the grammar its output must follow.
+ * Everything here is structured-clone data, so a server can plan on one thread (tokenizer) and
+ * compile the constraint on another (the engine's, which knows the EOS ids) with `compileConstraint`.
+ */
+export interface ChatPlan {
+  promptText: string;
+  promptIds: Int32Array;
+  /** The output's grammar and its cache key (pass both to compileConstraint); null = free text. */
+  grammar: { grammar: Grammar; key?: string } | null;
+  suppressedIds: number[];
+  /** The tool format in use (null when the request has no tools); `toolFormatById` gives it back. */
+  toolFormat: ToolFormatId | null;
+  /** The output may hold tool calls: parse it with `new ToolCallStreamParser(toolFormatById(toolFormat).syntax)`. */
+  parsesCalls: boolean;
+}
+
+/**
+ * Runs `f`; an MlxcelError it throws gets `param` (the request field at fault, OpenAI's error
+ * `param`) unless it already has one.
+ */
+function atField<T>(param: string | ((e: MlxcelError) => string), f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    if (e instanceof MlxcelError && (e as { param?: string }).param === undefined)
+      Object.assign(e, { param: typeof param === 'string' ? param : param(e) });
+    throw e;
+  }
+}
+
+/** `tools[2].function.parameters` (or the tool named in the message) for an error about one tool. */
+const toolParam = (fallback: string) => (e: MlxcelError) => /tools\[\d+\](\.function(\.parameters|\.name)?)?/.exec(e.message)?.[0] ?? fallback;
+
+/**
+ * Plans a chat request: validates tools and tool_choice, builds the grammar (a forced call, a
+ * response format or a GBNF grammar) and renders the prompt. Errors are MlxcelErrors with a `param`
+ * naming the request field (`tools[0].function.parameters`, `tool_choice`, `response_format`,
+ * `grammar`, `messages`).
+ */
+export function planChatRequest(ctx: ChatPlanContext, req: ChatRequestFields): ChatPlan {
+  const tok = ctx.tokenizer;
+  if (!Array.isArray(req.messages) || req.messages.length === 0) throw Object.assign(new MlxcelError('BAD_REQUEST', 'messages must be a non-empty array'), { param: 'messages' });
+  const tools = atField(toolParam('tools'), () => validateTools(req.tools ?? []));
+  const choice = req.tool_choice ?? 'auto';
+  const named = atField('tool_choice', () => validateChoice(choice, tools));
+  if (tools.length === 0 && (choice === 'required' || named))
+    throw Object.assign(new MlxcelError('TOOL_CHOICE_INVALID', `tool_choice ${JSON.stringify(choice)} needs tools`), { param: 'tool_choice' });
+  const format = tools.length ? toolFormatFor(ctx.chatTemplate?.template) : null;
+  const activeTools = choice === 'none' ? [] : tools;
+  // Strict functions have their parameter schemas checked even when no call is forced.
+  tools.forEach((t, i) => {
+    if (t.function.strict === true) atField(`tools[${i}].function.parameters`, () => jsonSchemaGrammar(t.function.parameters ?? { type: 'object' }));
+  });
+
+  let grammar: ChatPlan['grammar'] = null;
   if (format && activeTools.length && (choice === 'required' || named)) {
-    if (req.grammar) throw new MlxcelError('BAD_REQUEST', 'grammar cannot be combined with tool_choice "required" or a named function');
+    if (req.grammar) throw Object.assign(new MlxcelError('BAD_REQUEST', 'grammar cannot be combined with tool_choice "required" or a named function'), { param: 'grammar' });
     const forced = named ? activeTools.filter((t) => t.function.name === named) : activeTools;
     const parallel = req.parallel_tool_calls !== false && !named;
-    const b = new GrammarBuilder('tools');
-    const { rule, separator, open, close, listInBlock } = { listInBlock: format.id === 'phi4-mini', ...format.callRule(b, forced, tok) };
-    const call = ref(rule);
-    let body: Sequence;
-    if (listInBlock) body = [...open, call, ...(parallel ? [b.star([...separator, call], 'more-calls')] : []), ...close];
-    else {
-      const block: Sequence = [...open, call, ...close];
-      body = [...block, ...(parallel ? [b.star([...separator, ...block], 'more-calls')] : [])];
-    }
-    b.define('root', [body]);
-    const grammar = b.build('root');
-    constraint = compileConstraint({ grammar, key: `tools:${format.id}:${parallel}:${JSON.stringify(forced)}` }, tok, { vocabSize, eosIds: loaded.eosIds });
+    grammar = atField(toolParam('tools'), () => {
+      const b = new GrammarBuilder('tools');
+      const { rule, separator, open, close, listInBlock } = { listInBlock: format.id === 'phi4-mini', ...format.callRule(b, forced, tok) };
+      const call = ref(rule);
+      let body: Sequence;
+      if (listInBlock) body = [...open, call, ...(parallel ? [b.star([...separator, call], 'more-calls')] : []), ...close];
+      else {
+        const block: Sequence = [...open, call, ...close];
+        body = [...block, ...(parallel ? [b.star([...separator, ...block], 'more-calls')] : [])];
+      }
+      b.define('root', [body]);
+      return { grammar: b.build('root'), key: `tools:${format.id}:${parallel}:${JSON.stringify(forced)}` };
+    });
   } else {
-    const rf = req.response_format ?? undefined;
-    constraint = compileConstraint({ responseFormat: rf, grammar: req.grammar ?? undefined }, tok, { vocabSize, eosIds: loaded.eosIds });
+    const spec = { responseFormat: req.response_format ?? undefined, grammar: req.grammar ?? undefined };
+    const g = atField(req.grammar != null ? 'grammar' : 'response_format', () => grammarOf(spec, tok));
+    if (g) grammar = { grammar: g, key: constraintKey(spec) ?? undefined };
   }
-  // Rendered after the constraint compiled: schema and grammar errors name the request field first.
-  let messages: ChatMessage[];
-  let variables: Record<string, unknown> = {};
-  if (format) ({ messages, variables } = format.render(req.messages, tools));
-  else messages = req.messages.map((m) => plainMessage(m));
-  const built = buildPrompt(tok, messages, { template: loaded.chatTemplate, variables });
-  const suppressedIds = format && choice === 'none' ? format.startTokenIds(tok) : [];
+  // Rendered after the grammar: schema and grammar errors name the request field first.
+  const built = atField('messages', () => {
+    let messages: ChatMessage[];
+    let variables: Record<string, unknown> = {};
+    if (format) ({ messages, variables } = format.render(req.messages, tools));
+    else messages = req.messages.map((m) => plainMessage(m));
+    return buildPrompt(tok, messages, { template: ctx.chatTemplate, variables });
+  });
   return {
     promptText: built.text,
     promptIds: Int32Array.from(built.ids),
+    grammar,
+    suppressedIds: format && choice === 'none' ? format.startTokenIds(tok) : [],
+    toolFormat: format?.id ?? null,
+    parsesCalls: format !== null && activeTools.length > 0,
+  };
+}
+
+export function prepareChatRequest(loaded: LoadedModel, req: ChatRequestFields): PreparedChat {
+  const tok = loaded.tokenizer;
+  if (!tok) throw new MlxcelError('TOKENIZER_MISSING', `${loaded.dir} has no tokenizer`);
+  const plan = planChatRequest({ tokenizer: tok, chatTemplate: loaded.chatTemplate }, req);
+  const constraint = plan.grammar
+    ? compileConstraint({ grammar: plan.grammar.grammar, key: plan.grammar.key }, tok, { vocabSize: loaded.model.vocabSize, eosIds: loaded.eosIds })
+    : null;
+  const format = plan.toolFormat ? toolFormatById(plan.toolFormat) : null;
+  return {
+    promptText: plan.promptText,
+    promptIds: plan.promptIds,
     constraint,
-    suppressedIds,
+    suppressedIds: plan.suppressedIds,
     toolFormat: format,
-    newParser: () => (format && activeTools.length ? new ToolCallStreamParser(format.syntax) : null),
+    newParser: () => (format && plan.parsesCalls ? new ToolCallStreamParser(format.syntax) : null),
   };
 }
 

@@ -4,8 +4,9 @@
  * event loop only ever parses, validates and writes.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { BatchScheduler, loadModel, type LoadedModel } from '@mlxcel/engine';
-import type { EngineWorkerInit, FromEngine, SubmitRequest, ToEngine, TokenLogprob, TokenOut } from './protocol.js';
+import { BatchScheduler, compileConstraint, loadModel, supportsImages, type GenerateOptions, type LoadedModel } from '@mlxcel/engine';
+import { prepareMediaPrompt, type MediaPrompt } from './media.js';
+import type { EngineWorkerInit, FromEngine, PrepareMediaRequest, SubmitRequest, ToEngine, TokenLogprob, TokenOut } from './protocol.js';
 
 type State = ReturnType<LoadedModel['model']['newState']>;
 const port = parentPort!;
@@ -15,9 +16,13 @@ const post = (m: FromEngine) => port.postMessage(m);
 /** Running requests: one abort per request (every choice listens), the states for KV accounting. */
 const running = new Map<number, { abort: AbortController; states: State[] }>();
 
-function errorFields(e: unknown): { code: string; message: string } {
+/** Media prompts prepared and not yet submitted (or released), by request id. */
+const preparedMedia = new Map<number, MediaPrompt>();
+
+function errorFields(e: unknown): { code: string; message: string; param?: string } {
   const code = (e as { code?: unknown }).code;
-  return { code: typeof code === 'string' ? code : 'INTERNAL', message: (e as Error)?.message ?? String(e) };
+  const param = (e as { param?: unknown }).param;
+  return { code: typeof code === 'string' ? code : 'INTERNAL', message: (e as Error)?.message ?? String(e), ...(typeof param === 'string' ? { param } : {}) };
 }
 
 let loaded: LoadedModel;
@@ -62,15 +67,18 @@ function reportLoad(): void {
 }
 setInterval(reportLoad, 200).unref();
 
+/** Options every choice of a request shares beyond sampling: its constraint, banned ids, media rows. */
+type RequestExtras = Pick<GenerateOptions, 'constraint' | 'suppressedIds' | 'embeddingOverrides' | 'atomicSpans' | 'decodeEmbedding'>;
+
 /** Generates one choice from `state` (which already holds ids[0, start)), feeding ids[start..]. */
-async function runChoice(req: SubmitRequest, choice: number, state: State, start: number, signal: AbortSignal): Promise<void> {
+async function runChoice(req: SubmitRequest, extras: RequestExtras, choice: number, state: State, start: number, signal: AbortSignal): Promise<void> {
   const index = req.firstIndex + choice;
   try {
     // n > 1 with a seed: each choice gets its own stream (seed + index), so choices differ but the
     // request as a whole is reproducible.
     const seed = req.options.seed === undefined ? undefined : (req.options.seed + choice) >>> 0;
     const gen = scheduler.submit(req.ids.subarray(start), {
-      ...req.options, seed, state, signal, noChatTemplate: true, topLogprobs: req.logprobs ?? 0,
+      ...req.options, ...extras, seed, state, signal, noChatTemplate: true, topLogprobs: req.logprobs ?? 0,
     });
     let first = true;
     for await (const t of gen) {
@@ -92,10 +100,31 @@ async function runChoice(req: SubmitRequest, choice: number, state: State, start
  * Whether the choices of a request can share one prefill: the model's states must fork, and no
  * penalty may look at the prompt (a forked choice's sampler only sees the prompt's last token).
  */
-function canSharePrefill(req: SubmitRequest, probe: State): boolean {
+function canSharePrefill(req: SubmitRequest, extras: RequestExtras, probe: State): boolean {
   const o = req.options;
   const penalties = (o.presencePenalty ?? 0) !== 0 || (o.frequencyPenalty ?? 0) !== 0 || (o.repetitionPenalty ?? 1) !== 1;
-  return req.n > 1 && req.ids.length > 1 && typeof probe.fork === 'function' && !penalties;
+  // A media prompt's override rows and image spans are prefilled whole by each choice.
+  const media = extras.embeddingOverrides !== undefined;
+  return req.n > 1 && req.ids.length > 1 && typeof probe.fork === 'function' && !penalties && !media;
+}
+
+/** The request's constraint (compiled against this model's vocabulary; cached by key), media rows, banned ids. */
+function extrasOf(req: SubmitRequest): RequestExtras {
+  const extras: RequestExtras = {};
+  if (req.grammar) {
+    if (!tokenizer) throw Object.assign(new Error('this model has no tokenizer, so its output cannot follow a grammar'), { code: 'TOKENIZER_MISSING' });
+    extras.constraint = compileConstraint({ grammar: req.grammar.grammar, key: req.grammar.key }, tokenizer, { vocabSize: loaded.model.vocabSize, eosIds: loaded.eosIds });
+  }
+  if (req.suppressedIds?.length) extras.suppressedIds = req.suppressedIds;
+  if (req.media !== undefined) {
+    const m = preparedMedia.get(req.media);
+    preparedMedia.delete(req.media);
+    if (!m) throw Object.assign(new Error(`media prompt ${req.media} was not prepared`), { code: 'INTERNAL' });
+    extras.embeddingOverrides = m.overrides;
+    extras.atomicSpans = m.spans;
+    extras.decodeEmbedding = m.decodeEmbedding;
+  }
+  return extras;
 }
 
 async function run(req: SubmitRequest): Promise<void> {
@@ -109,9 +138,16 @@ async function run(req: SubmitRequest): Promise<void> {
     return s;
   };
   try {
+    let extras: RequestExtras;
+    try {
+      extras = extrasOf(req);
+    } catch (e) {
+      for (let c = 0; c < req.n; c++) post({ type: 'error', id: req.id, index: req.firstIndex + c, ...errorFields(e) });
+      return;
+    }
     const base = fresh();
-    if (!canSharePrefill(req, base)) {
-      await Promise.all(Array.from({ length: req.n }, (_, c) => runChoice(req, c, c === 0 ? base : fresh(), 0, abort.signal)));
+    if (!canSharePrefill(req, extras, base)) {
+      await Promise.all(Array.from({ length: req.n }, (_, c) => runChoice(req, extras, c, c === 0 ? base : fresh(), 0, abort.signal)));
       return;
     }
     // n choices, one prefill: the scheduler prefills all but the last prompt token into `base`
@@ -130,15 +166,76 @@ async function run(req: SubmitRequest): Promise<void> {
       states.push(s);
       return s;
     });
-    await Promise.all(forks.map((s, c) => runChoice(req, c, s, last, abort.signal)));
+    await Promise.all(forks.map((s, c) => runChoice(req, extras, c, s, last, abort.signal)));
   } finally {
     running.delete(req.id);
     reportLoad();
   }
 }
 
+/** Images / audio of a chat request: decoded and run through their towers here, the prompt rendered. */
+async function prepare(m: PrepareMediaRequest): Promise<void> {
+  try {
+    const p = await prepareMediaPrompt(loaded, m.messages, { allowLocalFiles: init.allowLocalFiles });
+    preparedMedia.set(m.id, p);
+    const ids = p.ids.slice();
+    post({ type: 'prepared', id: m.id, ids });
+  } catch (e) {
+    post({ type: 'error', id: m.id, index: -1, ...errorFields(e) });
+  }
+}
+
+/** Rows of prompt logits computed per forward pass ([PROMPT_LOGPROB_CHUNK, vocab] f32 at a time). */
+const PROMPT_LOGPROB_CHUNK = 64;
+
+/**
+ * Each prompt token's logprob given those before it, and the `top` most likely tokens there: a pass
+ * over the prompt on a fresh state, in chunks, yielding to the scheduler between chunks so running
+ * streams keep decoding. Logprobs are the model's raw distribution (log-softmax of the logits).
+ */
+async function promptLogprobs(m: { id: number; ids: Int32Array; top: number }): Promise<void> {
+  try {
+    const state = loaded.model.newState({ kvCache: init.kvCache });
+    const V = loaded.model.vocabSize;
+    const items: TokenOut[] = [];
+    const first = tokenLogprob(m.ids[0]!, Number.NaN, true);
+    items.push({ token: m.ids[0]!, text: first.token, logprob: { ...first, top: [] } });
+    for (let start = 0; start + 1 < m.ids.length; start += PROMPT_LOGPROB_CHUNK) {
+      const end = Math.min(m.ids.length - 1, start + PROMPT_LOGPROB_CHUNK);
+      const logits = loaded.model.forward([{ ids: m.ids.subarray(start, end), state }], { logits: 'all' })[0]!; // [end - start, V]
+      for (let r = 0; r < end - start; r++) {
+        const row = logits.subarray(r * V, (r + 1) * V);
+        let max = -Infinity;
+        for (let i = 0; i < V; i++) if (row[i]! > max) max = row[i]!;
+        let sum = 0;
+        for (let i = 0; i < V; i++) sum += Math.exp(row[i]! - max);
+        const lse = max + Math.log(sum);
+        const id = m.ids[start + r + 1]!;
+        const top: { id: number; v: number }[] = [];
+        for (let i = 0; i < V && m.top > 0; i++) {
+          const v = row[i]!;
+          if (top.length < m.top || v > top[top.length - 1]!.v) {
+            top.push({ id: i, v });
+            top.sort((a, b) => b.v - a.v);
+            if (top.length > m.top) top.pop();
+          }
+        }
+        const entry = tokenLogprob(id, row[id]! - lse, false);
+        items.push({ token: id, text: entry.token, logprob: { ...entry, top: top.map((t) => tokenLogprob(t.id, t.v - lse, false)) } });
+      }
+      await new Promise((r) => setImmediate(r));
+    }
+    post({ type: 'promptLogprobs', id: m.id, items });
+  } catch (e) {
+    post({ type: 'error', id: m.id, index: -1, ...errorFields(e) });
+  }
+}
+
 port.on('message', (m: ToEngine) => {
   if (m.type === 'submit') void run(m);
+  else if (m.type === 'promptLogprobs') void promptLogprobs(m);
+  else if (m.type === 'prepareMedia') void prepare(m);
+  else if (m.type === 'release') preparedMedia.delete(m.id);
   else if (m.type === 'cancel') running.get(m.id)?.abort.abort();
 });
 
@@ -150,5 +247,6 @@ post({
     maxContext: loaded.model.maxContext,
     vocabSize: loaded.model.vocabSize,
     audioInput: Boolean(loaded.config.audio_config),
+    imageInput: supportsImages(loaded),
   },
 });

@@ -4,17 +4,20 @@
  * and apart from the HTTP thread so it never stalls /health or SSE writes.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { buildPrompt, loadChatTemplate, loadTokenizer, type ChatTemplate, type Tokenizer } from '@mlxcel/engine';
+import { buildPrompt, constraintKey, grammarOf, loadChatTemplate, loadTokenizer, planChatRequest, type ChatTemplate, type Tokenizer } from '@mlxcel/engine';
 import type { FromTokenizer, ToTokenizer, TokenizerWorkerInit } from './protocol.js';
 
 const port = parentPort!;
 const init = workerData as TokenizerWorkerInit;
 const post = (m: FromTokenizer, transfer: ArrayBuffer[] = []) => port.postMessage(m, transfer);
 
-function errorFields(e: unknown): { code: string; message: string } {
+function errorFields(e: unknown): { code: string; message: string; param?: string } {
   const code = (e as { code?: unknown }).code;
-  return { code: typeof code === 'string' ? code : 'INTERNAL', message: (e as Error)?.message ?? String(e) };
+  const param = (e as { param?: unknown }).param;
+  return { code: typeof code === 'string' ? code : 'INTERNAL', message: (e as Error)?.message ?? String(e), ...(typeof param === 'string' ? { param } : {}) };
 }
+
+const noTokenizer = () => Object.assign(new Error(`${init.dir} has no tokenizer; send token ids instead of text`), { code: 'TOKENIZER_MISSING' });
 
 /** Longest decoded text of any single token (the cheap context bound's factor). */
 function maxTokenChars(tok: Tokenizer): number {
@@ -77,13 +80,37 @@ port.on('message', (m: ToTokenizer) => {
       post({ type: 'decoded', id: m.id, text: tokenizer ? tokenizer.decode(m.ids) : '' });
       return;
     }
+    if (m.type === 'plan') {
+      // Tools, response_format, grammar: the schema / grammar is compiled to a grammar here, off the
+      // HTTP thread and off the engine thread (the engine only wraps it around its vocabulary).
+      if (!tokenizer) throw noTokenizer();
+      const plan = planChatRequest({ tokenizer, chatTemplate: template }, m.request);
+      const ids = plan.promptIds;
+      post({
+        type: 'planned', id: m.id, ids,
+        structure: { grammar: plan.grammar, suppressedIds: plan.suppressedIds, toolFormat: plan.toolFormat, parsesCalls: plan.parsesCalls },
+      }, [ids.buffer as ArrayBuffer]);
+      return;
+    }
+    if (m.type === 'grammar') {
+      if (!tokenizer) throw noTokenizer();
+      const spec = { responseFormat: m.responseFormat, grammar: m.grammar };
+      let grammar;
+      try {
+        grammar = grammarOf(spec, tokenizer);
+      } catch (e) {
+        throw Object.assign(e as Error, { param: m.grammar !== undefined ? 'grammar' : 'response_format' });
+      }
+      post({ type: 'grammar', id: m.id, grammar: grammar ? { grammar, key: constraintKey(spec) ?? undefined } : null });
+      return;
+    }
     const p = m.prompt;
     if (p.kind === 'ids') {
       const ids = Int32Array.from(p.ids);
       post({ type: 'tokenized', id: m.id, ids }, [ids.buffer]);
       return;
     }
-    if (!tokenizer) throw Object.assign(new Error(`${init.dir} has no tokenizer; send token ids instead of text`), { code: 'TOKENIZER_MISSING' });
+    if (!tokenizer) throw noTokenizer();
     const input = p.kind === 'chat' ? p.messages : p.text;
     const ids = Int32Array.from(buildPrompt(tokenizer, input, { template, noChatTemplate: m.raw }).ids);
     post({ type: 'tokenized', id: m.id, ids }, [ids.buffer]);

@@ -17,9 +17,10 @@ export interface Served {
   stop(): Promise<void>;
 }
 
-export async function serve(args: string[] = [], env: Record<string, string> = {}): Promise<Served> {
+/** `model`: the checkpoint folder to serve (default the tiny Phi-3 model). */
+export async function serve(args: string[] = [], env: Record<string, string> = {}, model: string = tinyModel()): Promise<Served> {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: build the CLI first (pnpm -r build)`);
-  const proc = spawn(process.execPath, [CLI, 'serve', '--model', tinyModel(), '--port', '0', '--log-level', 'info', ...args], {
+  const proc = spawn(process.execPath, [CLI, 'serve', '--model', model, '--port', '0', '--log-level', 'info', ...args], {
     env: { ...process.env, MLXCEL_THREADS: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,0 +1,213 @@
+/**
+ * Image and audio content parts against a spawned `mlxcel serve`: `image_url` data: URLs through the
+ * official openai SDK on a Gemma 4 vision checkpoint with a tokenizer (the gemma4-vision-tiny fixture
+ * plus a byte-level tokenizer and the real Gemma 4 template, as the CLI's `generate --image` tests
+ * build it), the answer equal to the library's generate() for the same image and prompt; local files
+ * only inside --allow-local-files; remote URLs, bad base64, undecodable and oversized images refused
+ * with 400s naming the part; `input_audio` WAV on the gemma4-audio-tiny checkpoint likewise.
+ */
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { deflateSync } from 'node:zlib';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { audioPrompt, generate, loadModel, type ChatMessage } from '@mlxcel/engine';
+import { SafetensorsFile } from '@mlxcel/tensor';
+import { makeGemma4VisionDir } from '../../engine/test/helpers/vision-model.js';
+import { FIXTURES } from '../../engine/test/helpers/paths.js';
+import { post, serve, sseEvents, type Served } from './helpers/serve.js';
+
+const CHAT = '/v1/chat/completions';
+
+function crc32(buf: Buffer): number {
+  let c = ~0;
+  for (const byte of buf) {
+    c ^= byte;
+    for (let k = 0; k < 8; k++) c = (c >>> 1) ^ (0xedb88320 & -(c & 1));
+  }
+  return ~c >>> 0;
+}
+function pngChunk(type: string, data: Buffer): Buffer {
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(data.length);
+  const td = Buffer.concat([Buffer.from(type, 'ascii'), data]);
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(td));
+  return Buffer.concat([len, td, crc]);
+}
+/** A valid PNG header claiming w × h pixels, with almost no pixel data behind it. */
+function hugeHeaderPng(w: number, h: number): Buffer {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(w, 0);
+  ihdr.writeUInt32BE(h, 4);
+  ihdr.set([8, 2, 0, 0, 0], 8);
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), pngChunk('IHDR', ihdr), pngChunk('IDAT', deflateSync(Buffer.alloc(10))), pngChunk('IEND', Buffer.alloc(0))]);
+}
+
+/** 16-bit PCM mono WAV of `samples` in [-1, 1]. */
+function wav(samples: Float32Array, rate = 16000): Buffer {
+  const data = Buffer.alloc(samples.length * 2);
+  samples.forEach((v, i) => data.writeInt16LE(Math.max(-32768, Math.min(32767, Math.round(v * 32767))), i * 2));
+  const h = Buffer.alloc(44);
+  h.write('RIFF', 0, 'ascii');
+  h.writeUInt32LE(36 + data.length, 4);
+  h.write('WAVEfmt ', 8, 'ascii');
+  h.writeUInt32LE(16, 16);
+  h.writeUInt16LE(1, 20);
+  h.writeUInt16LE(1, 22);
+  h.writeUInt32LE(rate, 24);
+  h.writeUInt32LE(rate * 2, 28);
+  h.writeUInt16LE(2, 32);
+  h.writeUInt16LE(16, 34);
+  h.write('data', 36, 'ascii');
+  h.writeUInt32LE(data.length, 40);
+  return Buffer.concat([h, data]);
+}
+
+const user = (content: unknown) => [{ role: 'user', content }];
+const imagePart = (url: string) => ({ type: 'image_url', image_url: { url } });
+
+describe('image_url parts (Gemma 4 vision checkpoint)', () => {
+  const dir = makeGemma4VisionDir();
+  const png = readFileSync(join(dir, 'image.png'));
+  const dataUrl = `data:image/png;base64,${png.toString('base64')}`;
+  // A folder for --allow-local-files: the image, a sub-folder, and a link that leads out of it.
+  const files = mkdtempSync(join(tmpdir(), 'mlxcel-local-files-'));
+  copyFileSync(join(dir, 'image.png'), join(files, 'image.png'));
+  mkdirSync(join(files, 'sub'));
+  const outside = join(mkdtempSync(join(tmpdir(), 'mlxcel-outside-')), 'secret.png');
+  copyFileSync(join(dir, 'image.png'), outside);
+  symlinkSync(outside, join(files, 'link.png'));
+  let open: Served, closed: Served;
+  let client: OpenAI;
+  beforeAll(async () => {
+    [open, closed] = await Promise.all([
+      serve(['--no-webui', '--model-name', 'vis', '--allow-local-files', files], {}, dir),
+      serve(['--no-webui', '--model-name', 'vis'], {}, dir),
+    ]);
+    client = new OpenAI({ baseURL: `${closed.base}/v1`, apiKey: 'unused', maxRetries: 0 });
+  });
+  afterAll(async () => Promise.all([open?.stop(), closed?.stop()]));
+
+  it('openai SDK with a data: URL answers what generate() gives for the same image and prompt (greedy)', async () => {
+    const r = await client.chat.completions.create({
+      model: 'vis', temperature: 0, max_tokens: 6, logprobs: true,
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Describe.' }, { type: 'image_url', image_url: { url: dataUrl } }] }],
+    });
+    const loaded = await loadModel(dir);
+    const messages: ChatMessage[] = [{ role: 'user', content: [{ type: 'text', text: 'Describe.' }, { type: 'image', image: new Uint8Array(png) } as never] }];
+    const g = generate(loaded, messages, { temperature: 0, maxTokens: 6 });
+    let text = '';
+    const logprobs: number[] = [];
+    for await (const t of g) {
+      text += t.text;
+      if (t.token >= 0) logprobs.push(t.logprob);
+    }
+    const stats = await g.stats;
+    expect(r.choices[0]!.message.content).toBe(text);
+    expect(r.usage!.prompt_tokens).toBe(stats.promptTokens);
+    expect(r.usage!.completion_tokens).toBe(stats.generatedTokens);
+    // 64 soft tokens + the image markers are in the prompt.
+    expect(stats.promptTokens).toBeGreaterThan(66);
+    const got = r.choices[0]!.logprobs!.content!.map((c) => c.logprob);
+    expect(got.length).toBe(logprobs.length);
+    got.forEach((v, i) => expect(Math.abs(v - logprobs[i]!)).toBeLessThanOrEqual(1e-4));
+
+    // Streamed: the same text.
+    const s = await fetch(`${closed.base}${CHAT}`, { method: 'POST', body: JSON.stringify({ temperature: 0, max_tokens: 6, stream: true, messages: user([{ type: 'text', text: 'Describe.' }, imagePart(dataUrl)]) }) });
+    const streamed = sseEvents(await s.text()).filter((e) => e !== '[DONE]').map((e) => e.choices?.[0]?.delta?.content ?? '').join('');
+    expect(streamed).toBe(text);
+  });
+
+  it('local files: only with --allow-local-files, only inside its folder, only regular files', async () => {
+    const ask = (srv: Served, url: string) => post(srv.base, CHAT, { temperature: 0, max_tokens: 6, messages: user([{ type: 'text', text: 'Describe.' }, imagePart(url)]) });
+    const want = (await ask(open, dataUrl)).json.choices[0].message.content;
+    for (const url of ['image.png', join(files, 'image.png'), pathToFileURL(join(files, 'image.png')).href]) {
+      const r = await ask(open, url);
+      expect(r.status, `${url}: ${JSON.stringify(r.json)}`).toBe(200);
+      expect(r.json.choices[0].message.content).toBe(want);
+    }
+    const refused: [string, string][] = [
+      ['../secret.png', 'local_file_refused'],
+      [outside, 'local_file_refused'],
+      ['link.png', 'local_file_refused'],
+      ['sub', 'local_file_refused'],
+      ['missing.png', 'file_not_found'],
+    ];
+    for (const [url, code] of refused) {
+      const r = await ask(open, url);
+      expect(r.status, url).toBe(400);
+      expect(`${url}: ${r.json.error.param} ${r.json.error.code}`).toBe(`${url}: messages[0].content[1] ${code}`);
+    }
+    const without = await ask(closed, join(files, 'image.png'));
+    expect(without.status).toBe(400);
+    expect(without.json.error).toMatchObject({ param: 'messages[0].content[1]', code: 'local_file_refused' });
+    expect(without.json.error.message).toMatch(/--allow-local-files/);
+  });
+
+  it('remote URLs, bad base64, undecodable and oversized images are 400s naming the part', async () => {
+    const cases: [string, string, RegExp][] = [
+      ['https://example.com/cat.png', 'remote_url_refused', /remote image URLs are not fetched/],
+      ['data:image/png;base64,@@@not-base64@@@', 'invalid_base64', /not valid base64/],
+      ['data:image/png,rawbytes', 'invalid_image_url', /only base64 data: URLs/],
+      [`data:image/png;base64,${Buffer.from('this is not an image at all').toString('base64')}`, 'invalid_image', /./],
+      [`data:image/png;base64,${hugeHeaderPng(30000, 30000).toString('base64')}`, 'invalid_image', /30000/],
+    ];
+    for (const [url, code, message] of cases) {
+      const r = await post(open.base, CHAT, { max_tokens: 2, messages: [{ role: 'system', content: 'Be brief.' }, ...user([{ type: 'text', text: 'What?' }, imagePart(url)])] });
+      expect(r.status, `${code}: ${JSON.stringify(r.json)}`).toBe(400);
+      expect(`${r.json.error.param} ${r.json.error.code}`).toBe(`messages[1].content[1] ${code}`);
+      expect(r.json.error.message).toMatch(message);
+    }
+    // The server still serves.
+    expect((await post(open.base, CHAT, { max_tokens: 2, messages: user('hi') })).status).toBe(200);
+  });
+});
+
+describe('input_audio parts (Gemma 4 audio checkpoint)', () => {
+  // The gemma4-audio-tiny fixture with the vision fixture's tokenizer (same vocabulary and marker ids).
+  const dir = mkdtempSync(join(tmpdir(), 'mlxcel-gemma4-audio-'));
+  const vision = makeGemma4VisionDir();
+  for (const f of ['config.json', 'model.safetensors']) copyFileSync(join(FIXTURES, 'gemma4-audio-tiny', f), join(dir, f));
+  for (const f of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(vision, f), join(dir, f));
+  const wave = SafetensorsFile.open(join(FIXTURES, 'gemma4-audio-tiny', 'expected.safetensors')).get('waveform').toF32();
+  const clip = wav(wave);
+  let srv: Served;
+  beforeAll(async () => {
+    srv = await serve(['--no-webui', '--model-name', 'aud'], {}, dir);
+  });
+  afterAll(async () => srv?.stop());
+
+  it('a WAV clip reaches the audio tower: the answer equals audioPrompt() + generate() (greedy)', async () => {
+    const client = new OpenAI({ baseURL: `${srv.base}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const r = await client.chat.completions.create({
+      model: 'aud', temperature: 0, max_tokens: 5, logprobs: true,
+      messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: clip.toString('base64'), format: 'wav' } }, { type: 'text', text: 'Describe this.' }] }],
+    });
+    const loaded = await loadModel(dir);
+    const p = audioPrompt(loaded, new Uint8Array(clip), 'Describe this.');
+    const g = generate(loaded, p.ids, { temperature: 0, maxTokens: 5, embeddingOverrides: p.overrides });
+    const logprobs: number[] = [];
+    for await (const t of g) if (t.token >= 0) logprobs.push(t.logprob);
+    expect(r.usage!.prompt_tokens).toBe(p.ids.length);
+    expect(p.audioTokens).toBe(25);
+    const got = r.choices[0]!.logprobs!.content!.map((c) => c.logprob);
+    expect(got.length).toBe(logprobs.length);
+    got.forEach((v, i) => expect(Math.abs(v - logprobs[i]!)).toBeLessThanOrEqual(1e-4));
+  });
+
+  it('bad audio is a 400 naming the part', async () => {
+    const cases: [unknown, string, string][] = [
+      [{ data: clip.toString('base64'), format: 'mp3' }, 'messages[0].content[0].input_audio.format', 'unsupported_parameter'],
+      [{ data: Buffer.from('RIFF....WAVEnope').toString('base64'), format: 'wav' }, 'messages[0].content[0]', 'invalid_audio'],
+      [{ data: '%%%', format: 'wav' }, 'messages[0].content[0]', 'invalid_base64'],
+    ];
+    for (const [input_audio, param, code] of cases) {
+      const r = await post(srv.base, CHAT, { max_tokens: 2, messages: user([{ type: 'input_audio', input_audio }, { type: 'text', text: 'x' }]) });
+      expect(r.status, JSON.stringify(r.json)).toBe(400);
+      expect(`${r.json.error.param} ${r.json.error.code}`).toBe(`${param} ${code}`);
+    }
+  });
+});
