@@ -8,7 +8,7 @@ import { generateText, streamText } from 'ai';
 import Ajv from 'ajv';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadTokenizer } from '@mlxcel/engine';
+import { loadModel, loadTokenizer } from '@mlxcel/engine';
 import { chatChunkSchema, chatCompletionSchema, completionSchema, modelListSchema, modelSchema } from '../src/schemas.js';
 import { post, serve, sseEvents, type Served } from './helpers/serve.js';
 import { tinyModel } from './helpers/tiny-model.js';
@@ -161,6 +161,55 @@ describe('OpenAI conformance', () => {
     expect(l.top_logprobs!.every((t) => Object.keys(t).length <= 2)).toBe(true);
     expect(l.tokens!.join('')).toBe(lp.choices[0]!.text);
     expect(l.text_offset![0]).toBe(0);
+  });
+
+  it('completions: echo with logprobs gives the prompt tokens\' logprobs (the first null), as a full forward pass does', async () => {
+    const tok = loadTokenizer(tinyModel());
+    const prompt = 'Once upon a time there was';
+    const ids = Int32Array.from(tok.encode(prompt));
+    const r = await client.completions.create({ model: 'tiny', prompt, max_tokens: 3, temperature: 0, echo: true, logprobs: 2 });
+    expectValid('completion', r);
+    const l = r.choices[0]!.logprobs!;
+    expect(l.tokens).toHaveLength(ids.length + 3);
+    expect(l.token_logprobs![0]).toBeNull();
+    expect(l.top_logprobs![0]).toBeNull();
+    expect(r.choices[0]!.text.startsWith(prompt)).toBe(true);
+    // The reference: one forward pass over the prompt, log-softmax of each row.
+    const loaded = await loadModel(tinyModel());
+    const V = loaded.model.vocabSize;
+    const logits = loaded.model.forward([{ ids, state: loaded.model.newState() }], { logits: 'all' })[0]!;
+    for (let t = 1; t < ids.length; t++) {
+      const row = logits.subarray((t - 1) * V, t * V);
+      let max = -Infinity, sum = 0;
+      for (const v of row) max = Math.max(max, v);
+      for (const v of row) sum += Math.exp(v - max);
+      expect(Math.abs(l.token_logprobs![t]! - (row[ids[t]!]! - max - Math.log(sum)))).toBeLessThanOrEqual(1e-4);
+      expect(Object.keys(l.top_logprobs![t]!).length).toBeLessThanOrEqual(2);
+    }
+    // The generated tokens' entries follow the prompt's, as without echo.
+    const plain = await client.completions.create({ model: 'tiny', prompt, max_tokens: 3, temperature: 0, logprobs: 2 });
+    expect(l.token_logprobs!.slice(ids.length)).toEqual(plain.choices[0]!.logprobs!.token_logprobs);
+    // Streamed, the prompt's entries come first.
+    const s = await fetch(`${srv.base}/v1/completions`, { method: 'POST', body: JSON.stringify({ prompt, max_tokens: 3, temperature: 0, echo: true, logprobs: 1, stream: true }) });
+    const events = sseEvents(await s.text()).filter((e) => e !== '[DONE]');
+    for (const e of events) expectValid('completion', e);
+    expect(events[0].choices[0].text).toBe(prompt);
+    expect(events[0].choices[0].logprobs.token_logprobs).toHaveLength(ids.length);
+  });
+
+  it('completions: best_of returns the candidates with the best mean logprob', async () => {
+    const req = { model: 'tiny', prompt: 'The sky is', max_tokens: 4, temperature: 1, seed: 11 };
+    // best_of samples the same candidates as n = best_of with the same seed (choice k: seed + k).
+    const all = await client.completions.create({ ...req, n: 4, logprobs: 0 });
+    const mean = (c: OpenAI.CompletionChoice) => c.logprobs!.token_logprobs!.reduce((a, b) => a + b, 0) / c.logprobs!.token_logprobs!.length;
+    const ranked = [...all.choices].sort((a, b) => mean(b) - mean(a));
+    const best = await client.completions.create({ ...req, n: 2, best_of: 4 });
+    expectValid('completion', best);
+    expect(best.choices.map((c) => c.index)).toEqual([0, 1]);
+    expect(best.choices.map((c) => c.text)).toEqual(ranked.slice(0, 2).map((c) => c.text));
+    expect(best.choices[0]!.logprobs).toBeNull();
+    // Usage counts every candidate generated.
+    expect(best.usage!.completion_tokens).toBe(all.usage!.completion_tokens);
   });
 
   it('completions: streaming and include_usage', async () => {

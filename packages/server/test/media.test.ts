@@ -46,6 +46,17 @@ function hugeHeaderPng(w: number, h: number): Buffer {
   return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), pngChunk('IHDR', ihdr), pngChunk('IDAT', deflateSync(Buffer.alloc(10))), pngChunk('IEND', Buffer.alloc(0))]);
 }
 
+/** A w × h PNG of one RGB colour. */
+function solidPng(w: number, h: number, rgb: [number, number, number]): Buffer {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(w, 0);
+  ihdr.writeUInt32BE(h, 4);
+  ihdr.set([8, 2, 0, 0, 0], 8);
+  const row = Buffer.concat([Buffer.from([0]), Buffer.alloc(w * 3).map((_, i) => rgb[i % 3]!)]);
+  const raw = Buffer.concat(Array.from({ length: h }, () => row));
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), pngChunk('IHDR', ihdr), pngChunk('IDAT', deflateSync(raw)), pngChunk('IEND', Buffer.alloc(0))]);
+}
+
 /** 16-bit PCM mono WAV of `samples` in [-1, 1]. */
 function wav(samples: Float32Array, rate = 16000): Buffer {
   const data = Buffer.alloc(samples.length * 2);
@@ -114,6 +125,15 @@ describe('image_url parts (Gemma 4 vision checkpoint)', () => {
     const got = r.choices[0]!.logprobs!.content!.map((c) => c.logprob);
     expect(got.length).toBe(logprobs.length);
     got.forEach((v, i) => expect(Math.abs(v - logprobs[i]!)).toBeLessThanOrEqual(1e-4));
+
+    // Another image changes the answer's logprobs: the pixels reach the model.
+    const red = `data:image/png;base64,${solidPng(96, 96, [255, 0, 0]).toString('base64')}`;
+    const other = await client.chat.completions.create({
+      model: 'vis', temperature: 0, max_tokens: 6, logprobs: true,
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Describe.' }, { type: 'image_url', image_url: { url: red } }] }],
+    });
+    const otherLp = other.choices[0]!.logprobs!.content!.map((c) => c.logprob);
+    expect(Math.max(...otherLp.map((v, i) => Math.abs(v - (got[i] ?? 0))))).toBeGreaterThan(1e-3);
 
     // Streamed: the same text.
     const s = await fetch(`${closed.base}${CHAT}`, { method: 'POST', body: JSON.stringify({ temperature: 0, max_tokens: 6, stream: true, messages: user([{ type: 'text', text: 'Describe.' }, imagePart(dataUrl)]) }) });
