@@ -9,7 +9,8 @@
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { deflateSync } from 'node:zlib';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -183,6 +184,17 @@ describe('image_url parts (Gemma 4 vision checkpoint)', () => {
     }
     // The server still serves.
     expect((await post(open.base, CHAT, { max_tokens: 2, messages: user('hi') })).status).toBe(200);
+  });
+});
+
+describe('mlxcel serve --allow-local-files', () => {
+  const CLI = fileURLToPath(new URL('../../cli/dist/bin.js', import.meta.url));
+  it('is documented in --help and must name an existing folder', () => {
+    const help = spawnSync(process.execPath, [CLI, 'serve', '--help'], { encoding: 'utf8' });
+    expect(help.stdout).toMatch(/--allow-local-files <dir>/);
+    const bad = spawnSync(process.execPath, [CLI, 'serve', '--demo', '--port', '0', '--allow-local-files', join(tmpdir(), 'mlxcel-no-such-folder')], { encoding: 'utf8', timeout: 60_000 });
+    expect(bad.status).not.toBe(0);
+    expect(bad.stderr).toMatch(/--allow-local-files: .*mlxcel-no-such-folder does not exist/);
   });
 });
 
