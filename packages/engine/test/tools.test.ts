@@ -1,7 +1,7 @@
 import Ajv2020 from 'ajv/dist/2020.js';
 import { describe, expect, test } from 'vitest';
 import {
-  type OpenAIMessage, type ToolDefinition, ToolCallStreamParser, generate, gemma4ArgsToJson, parseToolCalls, prepareChatRequest, toolFormatById,
+  type OpenAIMessage, type ToolDefinition, ToolCallStreamParser, compileConstraint, generate, gemma4ArgsToJson, parseToolCalls, planChatRequest, prepareChatRequest, toolFormatById,
 } from '../src/index.js';
 import { GEMMA4_SPECIALS, PHI4_SPECIALS, toolModel } from './helpers/tool-model.js';
 
@@ -166,5 +166,44 @@ describe('tool_choice is enforced by a grammar', () => {
     const p = prepareChatRequest(m, { messages: [{ role: 'user', content: 'hi' }], response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] }, strict: true } } });
     expect(p.constraint).not.toBeNull();
     expect(() => prepareChatRequest(m, { messages: [{ role: 'user', content: 'hi' }], grammar: 'root ::= (' })).toThrow(/grammar: line 1, column 10: expected "\)"/);
+  });
+});
+
+describe('planChatRequest: planning without the model, for a server that compiles on another thread', () => {
+  test('structured-clone data; compiled where the EOS ids are, it samples as prepareChatRequest does', async () => {
+    const m = models.gemma4();
+    const req = { messages: [{ role: 'user' as const, content: 'go' }], tools: TOOLS, tool_choice: 'required' as const };
+    const plan = structuredClone(planChatRequest({ tokenizer: m.tokenizer!, chatTemplate: m.chatTemplate }, req));
+    const prep = prepareChatRequest(m, req);
+    expect(Array.from(plan.promptIds)).toEqual(Array.from(prep.promptIds));
+    expect(plan.toolFormat).toBe('gemma4');
+    expect(plan.parsesCalls).toBe(true);
+    // The cloned grammar, compiled with its key, gives the same sampled text as the in-process one.
+    const constraint = compileConstraint({ grammar: plan.grammar!.grammar, key: plan.grammar!.key }, m.tokenizer!, { vocabSize: m.model.vocabSize, eosIds: m.eosIds });
+    const opts = { temperature: 1, seed: 9, maxTokens: 40 };
+    const a = await generate(m, plan.promptIds, { ...opts, constraint }).text();
+    const b = await generate(m, prep.promptIds, { ...opts, constraint: prep.constraint }).text();
+    expect(a).toBe(b);
+    expect(parseToolCalls(toolFormatById(plan.toolFormat!).syntax, a).toolCalls.length).toBeGreaterThanOrEqual(1);
+  });
+
+  test('errors name the request field in `param`', () => {
+    const m = models.phi3();
+    const ctx = { tokenizer: m.tokenizer!, chatTemplate: m.chatTemplate };
+    const msgs = [{ role: 'user' as const, content: 'go' }];
+    const paramOf = (f: () => unknown) => {
+      try {
+        f();
+      } catch (e) {
+        return (e as { param?: string }).param;
+      }
+      return 'no error';
+    };
+    expect(paramOf(() => planChatRequest(ctx, { messages: msgs, tools: TOOLS, tool_choice: { type: 'function', function: { name: 'nope' } } }))).toBe('tool_choice');
+    expect(paramOf(() => planChatRequest(ctx, { messages: msgs, tools: [TOOLS[0]!, { type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { x: { not: {} } } } } }], tool_choice: 'required' }))).toBe('tools[1].function.parameters');
+    expect(paramOf(() => planChatRequest(ctx, { messages: msgs, tools: [{ type: 'function', function: { name: 'f', strict: true, parameters: { type: 'object', not: {} } } }] }))).toBe('tools[0].function.parameters');
+    expect(paramOf(() => planChatRequest(ctx, { messages: msgs, response_format: { type: 'json_schema', json_schema: { schema: { type: 'object', not: {} } } } }))).toBe('response_format');
+    expect(paramOf(() => planChatRequest(ctx, { messages: msgs, grammar: 'root ::= (' }))).toBe('grammar');
+    expect(paramOf(() => planChatRequest(ctx, { messages: [...msgs, { role: 'tool', tool_call_id: 'c', content: '1' }], response_format: { type: 'json_object' } }))).toBe('messages');
   });
 });
