@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audioPrompt, generate, loadModel, type ChatMessage } from '@mlxcel/engine';
 import { SafetensorsFile } from '@mlxcel/tensor';
 import { makeGemma4VisionDir } from '../../engine/test/helpers/vision-model.js';
+import { makeGemma3nVisionDir } from './helpers/gemma3n-vision.js';
 import { FIXTURES } from '../../engine/test/helpers/paths.js';
 import { post, serve, sseEvents, type Served } from './helpers/serve.js';
 
@@ -184,6 +185,39 @@ describe('image_url parts (Gemma 4 vision checkpoint)', () => {
     }
     // The server still serves.
     expect((await post(open.base, CHAT, { max_tokens: 2, messages: user('hi') })).status).toBe(200);
+  });
+});
+
+describe('image_url parts (Gemma 3n vision checkpoint: MobileNetV5 tower, hard vision ids in decode)', () => {
+  const dir = makeGemma3nVisionDir();
+  const png = readFileSync(join(dir, 'image.png'));
+  let srv: Served;
+  beforeAll(async () => {
+    srv = await serve(['--no-webui', '--model-name', 'vis3n'], {}, dir);
+  });
+  afterAll(async () => srv?.stop());
+
+  it('a data: URL answers what generate() gives (greedy), logprobs included', async () => {
+    const client = new OpenAI({ baseURL: `${srv.base}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const r = await client.chat.completions.create({
+      model: 'vis3n', temperature: 0, max_tokens: 6, logprobs: true,
+      messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${png.toString('base64')}` } }, { type: 'text', text: 'What is this?' }] }],
+    });
+    const loaded = await loadModel(dir);
+    const g = generate(loaded, [{ role: 'user', content: [{ type: 'image', image: new Uint8Array(png) } as never, { type: 'text', text: 'What is this?' }] }], { temperature: 0, maxTokens: 6 });
+    let text = '';
+    const logprobs: number[] = [];
+    for await (const t of g) {
+      text += t.text;
+      if (t.token >= 0) logprobs.push(t.logprob);
+    }
+    const stats = await g.stats;
+    expect(r.usage!.prompt_tokens).toBe(stats.promptTokens);
+    expect(stats.promptTokens).toBeGreaterThan(256); // 256 soft tokens per Gemma 3n image
+    expect(r.choices[0]!.message.content).toBe(text);
+    const got = r.choices[0]!.logprobs!.content!.map((c) => c.logprob);
+    expect(got.length).toBe(logprobs.length);
+    got.forEach((v, i) => expect(Math.abs(v - logprobs[i]!)).toBeLessThanOrEqual(1e-4));
   });
 });
 
