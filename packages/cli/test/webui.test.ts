@@ -11,22 +11,26 @@ import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Page, Request, Route } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { collectErrors, launchChromium, serveDemo, type Served } from './webui-browser.js';
+import { makeGemma4VisionDir } from '../../engine/test/helpers/vision-model.js';
 
 const SCREENSHOTS = fileURLToPath(new URL('../../../docs/images/', import.meta.url));
 const DEMO_ID = /demo-phi3-random/;
 
 const API_KEY = 'sesame-42';
 let browser: Browser;
-/** The plain server, one with --api-key and one with --no-webui, all started at once. */
-let served: Served, locked: Served, bare: Served;
+/** The plain server, one with --api-key, one with --no-webui and one with a vision model, all started at once. */
+let served: Served, locked: Served, bare: Served, vision: Served;
+const VISION_DIR = makeGemma4VisionDir();
 let context: BrowserContext | null = null;
 
 beforeAll(async () => {
-  [browser, served, locked, bare] = await Promise.all([launchChromium(), serveDemo(), serveDemo(['--api-key', API_KEY]), serveDemo(['--no-webui'])]);
+  [browser, served, locked, bare, vision] = await Promise.all([
+    launchChromium(), serveDemo(), serveDemo(['--api-key', API_KEY]), serveDemo(['--no-webui']), serveDemo(['--model', VISION_DIR]),
+  ]);
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
-  await Promise.all([served?.stop(), locked?.stop(), bare?.stop()]);
+  await Promise.all([served?.stop(), locked?.stop(), bare?.stop(), vision?.stop()]);
 });
 afterEach(async () => {
   await context?.close();
@@ -283,6 +287,44 @@ describe('chat page of mlxcel serve (headless Chromium, demo model)', () => {
     page.once('dialog', (d) => void d.accept('Renamed in tab one'));
     await page.click('#rename-chat');
     await expect.poll(() => other.textContent('#conversations [aria-current="true"]')).toBe('Renamed in tab one');
+    expect(errors).toEqual([]);
+  });
+
+  it('attaches images where the model has a vision tower: thumbnails, image_url parts, kept across a reload', async () => {
+    // A text-only model: no image button.
+    const plain = await openPage(served.url);
+    await modelShown(plain.page);
+    expect(await plain.page.locator('#attach').isHidden()).toBe(true);
+    await context!.close();
+
+    const { page, errors, requests } = await openPage(vision.url);
+    await expect.poll(() => page.locator('#attach').isVisible(), { timeout: 15_000 }).toBe(true);
+    const png = readFileSync(`${VISION_DIR}/image.png`);
+    await page.setInputFiles('#attach-file', { name: 'cat.png', mimeType: 'image/png', buffer: png });
+    await expect.poll(() => page.locator('#attachments img').count()).toBe(1);
+    // Removing it and picking it again (and a file that is not an image, refused with a notice).
+    await page.click('#attachments .remove');
+    expect(await page.locator('#attachments').isHidden()).toBe(true);
+    await page.setInputFiles('#attach-file', [{ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('hi') }, { name: 'cat.png', mimeType: 'image/png', buffer: png }]);
+    await expect.poll(() => page.textContent('#notice')).toMatch(/notes\.txt is not a PNG, JPEG or WebP image/);
+    await expect.poll(() => page.locator('#attachments img').count()).toBe(1);
+    await setSetting(page, 'max_tokens', '3');
+    await setSetting(page, 'temperature', '0');
+    await sendMessage(page, 'What is in the picture?');
+    // (the tiny model's tokens may decode to no text, so there may be no tok/s figure to wait for)
+    const statsLine = page.locator('.msg.assistant:last-child .stats');
+    await expect.poll(() => statsLine.textContent(), { timeout: 30_000 }).toMatch(/generated tokens/);
+    const stats = (await statsLine.textContent())!;
+    // The image's 64 soft tokens are in the prompt.
+    expect(Number(/^(\d+) prompt/.exec(stats)![1])).toBeGreaterThan(66);
+    expect(requests).toHaveLength(1);
+    const dataUrl = `data:image/png;base64,${png.toString('base64')}`;
+    expect((requests[0]!.messages as unknown[])[0]).toEqual({ role: 'user', content: [{ type: 'image_url', image_url: { url: dataUrl } }, { type: 'text', text: 'What is in the picture?' }] });
+    expect(await page.locator('#attachments').isHidden()).toBe(true);
+    expect(await page.getAttribute('.msg.user .thumb img', 'src')).toBe(dataUrl);
+    await page.reload();
+    await expect.poll(() => page.locator('.msg.user .thumb img').count()).toBe(1);
+    expect(await page.locator('.msg.assistant .error-text').count()).toBe(0);
     expect(errors).toEqual([]);
   });
 

@@ -145,7 +145,11 @@ export async function buildApp(engine: EngineClient, o: AppOptions): Promise<Bui
   app.get('/health', async (_req, reply) => {
     if (engine.status !== 'ready') return reply.code(503).send({ status: engine.status === 'loading' ? 'loading' : 'failed' });
     if (draining) return reply.code(503).send({ status: 'shutting_down' });
-    return { status: 'ok', model: o.served.name, context_length: engine.model!.maxContext, queue_depth: engine.load.waiting, active_sequences: engine.load.active };
+    return {
+      status: 'ok', model: o.served.name, context_length: engine.model!.maxContext, queue_depth: engine.load.waiting, active_sequences: engine.load.active,
+      // What content parts the model takes (the chat page shows its image button only where it does).
+      image_input: engine.model!.imageInput, audio_input: engine.model!.audioInput,
+    };
   });
   app.get('/metrics', async (_req, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
 

@@ -23,13 +23,14 @@ const CONTENT_TYPES: Record<string, string> = {
 /**
  * Everything the page may load comes from this origin; no inline scripts or styles, no plugins, no
  * framing. connect-src 'self' is what the page's fetch() calls to /v1 and /health need; img-src allows
- * only the favicon (model output never becomes an <img>: the Markdown renderer writes images as text).
+ * the favicon and data: URLs, for the thumbnails of images the user attached (model output never
+ * becomes an <img>: the Markdown renderer writes images as text).
  */
 export const WEBUI_CSP = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",
-  "img-src 'self'",
+  "img-src 'self' data:",
   "connect-src 'self'",
   "base-uri 'none'",
   "form-action 'none'",

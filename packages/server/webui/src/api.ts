@@ -31,6 +31,8 @@ export interface ServerInfo {
   loading: boolean;
   /** /health said the server cannot answer for another reason (model failed to load, shutting down). */
   unavailable: string | null;
+  /** The model takes image parts (/health's image_input). */
+  imageInput: boolean;
 }
 
 export interface StreamCallbacks {
@@ -123,7 +125,7 @@ export class ApiClient {
    * reports stay null (an older server's /health is just {status: "ok"}).
    */
   async serverInfo(): Promise<ServerInfo> {
-    const info: ServerInfo = { model: null, modelId: null, contextLength: null, loading: false, unavailable: null };
+    const info: ServerInfo = { model: null, modelId: null, contextLength: null, loading: false, unavailable: null, imageInput: false };
     try {
       const h = await fetch('health');
       const body = (await h.json().catch(() => null)) as Record<string, unknown> | null;
@@ -136,6 +138,7 @@ export class ApiClient {
       if (body && typeof body === 'object') {
         info.model = stringField(body, MODEL_KEYS);
         info.contextLength = numberField(body, CONTEXT_KEYS);
+        info.imageInput = body.image_input === true;
       }
     } catch {
       // no /health: /v1/models below may still answer

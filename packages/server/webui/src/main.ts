@@ -4,7 +4,7 @@
  */
 import { ApiClient, ApiError, type ServerInfo } from './api.js';
 import { byId, download, el } from './dom.js';
-import { fillBody, messageView, answerStats, type MessageView } from './messages.js';
+import { fillBody, messageView, answerStats, thumbnails, type MessageView } from './messages.js';
 import { fillSettings, readSettings, samplingBody } from './settings.js';
 import { ConversationStore } from './store.js';
 import type { Conversation, Message } from './types.js';
@@ -29,7 +29,15 @@ const ui = {
   keyDialog: byId<HTMLDialogElement>('key-dialog'),
   keyInput: byId<HTMLInputElement>('key-input'),
   keyReason: byId('key-reason'),
+  attach: byId<HTMLButtonElement>('attach'),
+  attachFile: byId<HTMLInputElement>('attach-file'),
+  attachments: byId('attachments'),
 };
+
+/** Images picked for the next message (data: URLs), shown above the composer until it is sent. */
+let pendingImages: string[] = [];
+/** Largest image file the page attaches (the server's request body limit is 16 MiB by default). */
+const MAX_IMAGE_BYTES = 8 * 1024 * 1024;
 
 let keyPrompt: Promise<string | null> | null = null;
 
@@ -152,10 +160,51 @@ function showNotice(text: string | null): void {
 
 // ---- generation ----
 
-/** The messages sent for conv: its system prompt, then every turn except failed or empty answers. */
-function requestMessages(conv: Conversation): { role: string; content: string }[] {
-  const msgs = conv.messages.filter((m) => !m.error && (m.role === 'user' || m.content)).map((m) => ({ role: m.role, content: m.content }));
+type ContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } };
+
+/**
+ * The messages sent for conv: its system prompt, then every turn except failed or empty answers;
+ * a turn with images is sent as its image_url parts then its text.
+ */
+function requestMessages(conv: Conversation): { role: string; content: string | ContentPart[] }[] {
+  const msgs = conv.messages.filter((m) => !m.error && (m.role === 'user' || m.content)).map((m) => ({
+    role: m.role,
+    content: m.images?.length
+      ? [...m.images.map((url): ContentPart => ({ type: 'image_url', image_url: { url } })), { type: 'text' as const, text: m.content }]
+      : m.content,
+  }));
   return conv.systemPrompt.trim() ? [{ role: 'system', content: conv.systemPrompt }, ...msgs] : msgs;
+}
+
+function renderAttachments(): void {
+  ui.attachments.hidden = pendingImages.length === 0;
+  ui.attachments.replaceChildren(...(pendingImages.length ? [thumbnails(pendingImages, (i) => {
+    pendingImages.splice(i, 1);
+    renderAttachments();
+  })] : []));
+}
+
+/** Reads the picked files into data: URLs (too large or not an image: a notice instead). */
+async function attachFiles(files: FileList | null): Promise<void> {
+  for (const f of Array.from(files ?? [])) {
+    if (!/^image\/(png|jpeg|webp)$/.test(f.type)) {
+      showNotice(`${f.name} is not a PNG, JPEG or WebP image.`);
+      continue;
+    }
+    if (f.size > MAX_IMAGE_BYTES) {
+      showNotice(`${f.name} is ${(f.size / 1048576).toFixed(1)} MiB; images up to ${MAX_IMAGE_BYTES / 1048576} MiB can be attached.`);
+      continue;
+    }
+    const url = await new Promise<string>((resolve, reject) => {
+      const r = new FileReader();
+      r.onload = () => resolve(String(r.result));
+      r.onerror = () => reject(r.error);
+      r.readAsDataURL(f);
+    });
+    pendingImages.push(url);
+  }
+  ui.attachFile.value = '';
+  renderAttachments();
 }
 
 async function generate(conv: Conversation): Promise<void> {
@@ -205,14 +254,18 @@ async function generate(conv: Conversation): Promise<void> {
 
 function send(): void {
   const text = ui.input.value;
-  if (!text.trim() || streaming) return;
+  if ((!text.trim() && !pendingImages.length) || streaming) return;
   ui.input.value = '';
   fitInput();
   if (current.messages.length === 0 && current.title === 'New chat') {
-    current.title = text.trim().replace(/\s+/g, ' ').slice(0, 48);
+    current.title = (text.trim() || 'Image').replace(/\s+/g, ' ').slice(0, 48);
     renderList();
   }
-  current.messages.push({ role: 'user', content: text });
+  const turn: Message = { role: 'user', content: text };
+  if (pendingImages.length) turn.images = pendingImages;
+  pendingImages = [];
+  renderAttachments();
+  current.messages.push(turn);
   void generate(current);
 }
 
@@ -246,6 +299,8 @@ async function loadServerInfo(): Promise<void> {
     if (server.model) document.title = `${server.model.split('/').pop()} · mlxcel chat`;
     ui.modelName.title = server.model ?? '';
     ui.modelCtx.textContent = server.contextLength ? `· ${server.contextLength.toLocaleString('en')}-token context` : '';
+    // Images can be attached only where the model has a vision tower.
+    ui.attach.hidden = !server.imageInput;
   } catch (e) {
     ui.modelName.textContent = e instanceof ApiError ? e.message : `server unreachable (${(e as Error).message})`;
   }
@@ -292,6 +347,8 @@ byId<HTMLFormElement>('composer').addEventListener('submit', (e) => {
   send();
 });
 ui.stop.addEventListener('click', stop);
+ui.attach.addEventListener('click', () => ui.attachFile.click());
+ui.attachFile.addEventListener('change', () => void attachFiles(ui.attachFile.files));
 ui.input.addEventListener('input', fitInput);
 ui.input.addEventListener('keydown', (e) => {
   if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {

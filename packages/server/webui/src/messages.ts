@@ -33,10 +33,32 @@ function addCopyButtons(body: HTMLElement): void {
 export function fillBody(body: HTMLElement, m: Message): void {
   if (m.role === 'user') {
     body.textContent = m.content;
+    if (m.images?.length) body.prepend(thumbnails(m.images));
     return;
   }
   body.replaceChildren(renderMarkdown(m.content));
   addCopyButtons(body);
+}
+
+/** The images of a turn (data: URLs the page itself made from files the user picked). */
+export function thumbnails(images: readonly string[], onRemove?: (i: number) => void): HTMLElement {
+  const row = el('div', 'thumbs');
+  images.forEach((src, i) => {
+    const fig = el('span', 'thumb');
+    const img = el('img');
+    img.src = src;
+    img.alt = `attached image ${i + 1}`;
+    fig.append(img);
+    if (onRemove) {
+      const x = el('button', 'remove', '×');
+      x.type = 'button';
+      x.setAttribute('aria-label', `Remove image ${i + 1}`);
+      x.addEventListener('click', () => onRemove(i));
+      fig.append(x);
+    }
+    row.append(fig);
+  });
+  return row;
 }
 
 export interface MessageView {

@@ -4,6 +4,11 @@ import { DEFAULT_SAMPLING, type Conversation, type Sampling } from './types.js';
 const LIST_KEY = 'mlxcel.conversations.v1';
 const CURRENT_KEY = 'mlxcel.current';
 
+/** A data: URL of a PNG / JPEG / WebP / GIF image, the only kind of attachment the page keeps. */
+export function isImageDataUrl(v: unknown): v is string {
+  return typeof v === 'string' && /^data:image\/(png|jpeg|webp|gif);base64,[A-Za-z0-9+/=]+$/.test(v);
+}
+
 function newId(): string {
   return `c${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
 }
@@ -33,6 +38,8 @@ function parse(text: string | null): Conversation[] {
         settings: validSampling(c.settings),
         messages: c.messages
           .filter((m) => m && (m.role === 'user' || m.role === 'assistant') && typeof m.content === 'string')
+          // Attached images are data: URLs of images and nothing else (they become <img> elements).
+          .map((m) => (m.images === undefined ? m : { ...m, images: Array.isArray(m.images) ? m.images.filter(isImageDataUrl) : [] }))
           // An answer with no ending of any kind was still streaming when the page went away.
           .map((m) => (m.role === 'assistant' && !m.finishReason && !m.error && !m.stopped ? { ...m, stopped: true } : m)),
       }));

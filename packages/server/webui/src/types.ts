@@ -17,6 +17,8 @@ export interface Usage {
 export interface Message {
   role: 'user' | 'assistant';
   content: string;
+  /** Images the user attached to this turn, as data: URLs (sent as image_url parts). */
+  images?: string[];
   /** Token counts the server reported for this answer (stream_options.include_usage). */
   usage?: Usage;
   /** Decode speed of this answer: completion tokens over the time between first and last token. */
