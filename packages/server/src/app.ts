@@ -225,7 +225,7 @@ export async function buildApp(engine: EngineClient, o: AppOptions): Promise<Bui
         if (!reply.raw.writableFinished) run.cancel();
       });
       // A client that left while its prompt was tokenized or its images encoded gets no generation.
-      if (req.raw.destroyed || reply.raw.destroyed) run.cancel();
+      if (reply.raw.destroyed) run.cancel();
       void run.result.finally(() => {
         runs.delete(run);
         if (timer) clearTimeout(timer);
