@@ -171,7 +171,7 @@ export async function buildApp(engine: EngineClient, o: AppOptions): Promise<Bui
       throw new ApiError(503, 'the model is still loading', { code: 'model_loading', headers: { 'retry-after': '5' } });
     const info = engine.model;
     const parsed = kind === 'chat' ? parseChat(body, info, engine.text, { allowLocalFiles: o.allowLocalFiles }) : parseCompletion(body, info, engine.text);
-    if (o.logPrompts) req.promptLog = kind === 'chat' ? body.messages : body.prompt;
+    if (o.logPrompts) req.promptLog = kind === 'chat' ? loggedMessages(body.messages) : body.prompt;
     const seqs = parsed.prompts.length * Math.max(parsed.n, parsed.bestOf);
     if (outstanding + seqs > o.maxBatch + o.maxQueue)
       throw new ApiError(429, `the server is busy: ${Math.max(0, outstanding - o.maxBatch)} sequences are already waiting (--max-queue ${o.maxQueue}); retry later`, {
@@ -301,6 +301,19 @@ export async function buildApp(engine: EngineClient, o: AppOptions): Promise<Bui
     await closing;
   };
   return { app, metrics, drain };
+}
+
+/** Messages for a `--log-prompts` line: image and audio payloads replaced by their size (a data: URL can be megabytes). */
+function loggedMessages(messages: ChatRequest['messages']): unknown {
+  return messages.map((m) => {
+    if (!Array.isArray(m.content)) return m;
+    const content = m.content.map((p) => {
+      if (p.type === 'image_url' && p.image_url?.url.startsWith('data:')) return { ...p, image_url: { ...p.image_url, url: `${p.image_url.url.slice(0, p.image_url.url.indexOf(',') + 1)}<${p.image_url.url.length} characters>` } };
+      if (p.type === 'input_audio' && p.input_audio) return { ...p, input_audio: { ...p.input_audio, data: `<${p.input_audio.data.length} base64 characters>` } };
+      return p;
+    });
+    return { ...m, content };
+  });
 }
 
 /** The token ids of each prompt of a request and how its output is shaped (grammar, tool calls). */

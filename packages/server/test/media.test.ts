@@ -98,7 +98,7 @@ describe('image_url parts (Gemma 4 vision checkpoint)', () => {
   beforeAll(async () => {
     [open, closed] = await Promise.all([
       serve(['--no-webui', '--model-name', 'vis', '--allow-local-files', files], {}, dir),
-      serve(['--no-webui', '--model-name', 'vis'], {}, dir),
+      serve(['--no-webui', '--model-name', 'vis', '--log-prompts'], {}, dir),
     ]);
     client = new OpenAI({ baseURL: `${closed.base}/v1`, apiKey: 'unused', maxRetries: 0 });
   });
@@ -141,6 +141,9 @@ describe('image_url parts (Gemma 4 vision checkpoint)', () => {
     const s = await fetch(`${closed.base}${CHAT}`, { method: 'POST', body: JSON.stringify({ temperature: 0, max_tokens: 6, stream: true, messages: user([{ type: 'text', text: 'Describe.' }, imagePart(dataUrl)]) }) });
     const streamed = sseEvents(await s.text()).filter((e) => e !== '[DONE]').map((e) => e.choices?.[0]?.delta?.content ?? '').join('');
     expect(streamed).toBe(text);
+    // --log-prompts logs the messages with the image's size, not its bytes.
+    expect(closed.stdout()).toContain(`data:image/png;base64,<${dataUrl.length} characters>`);
+    expect(closed.stdout()).not.toContain(png.toString('base64').slice(0, 200));
   });
 
   it('local files: only with --allow-local-files, only inside its folder, only regular files', async () => {
