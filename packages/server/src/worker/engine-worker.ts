@@ -4,7 +4,7 @@
  * event loop only ever parses, validates and writes.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { BatchScheduler, compileConstraint, loadModel, supportsImages, type GenerateOptions, type LoadedModel } from '@mlxcel/engine';
+import { BatchScheduler, compileConstraint, loadModel, supportsImages, vocabularyOf, type GenerateOptions, type LoadedModel } from '@mlxcel/engine';
 import { prepareMediaPrompt, type MediaPrompt } from './media.js';
 import type { EngineWorkerInit, FromEngine, PrepareMediaRequest, SubmitRequest, ToEngine, TokenLogprob, TokenOut } from './protocol.js';
 
@@ -37,6 +37,10 @@ try {
 }
 const scheduler = new BatchScheduler(loaded, { maxBatch: init.maxBatch });
 const tokenizer = loaded.tokenizer;
+// The vocabulary index constrained decoding needs (every token's bytes, a trie over them) is built
+// before the server takes requests: built on the first response_format / grammar / forced tool call
+// instead, it would stall every running stream (about 2 s for a 262k vocabulary).
+if (tokenizer) vocabularyOf(tokenizer, loaded.model.vocabSize);
 const encoder = new TextEncoder();
 
 // A token's text as the detokenizer writes it. Mid-sequence, decoding a token alone would drop a
