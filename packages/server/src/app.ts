@@ -205,6 +205,7 @@ export async function buildApp(engine: EngineClient, o: AppOptions): Promise<Bui
         jobs.push({
           ids: p, options: samplingOptions(body, info.maxContext - p.length), echo, echoLogprobs,
           grammar: structure.grammar, suppressedIds: structure.suppressedIds, toolFormat: structure.parsesCalls ? structure.toolFormat : null,
+          singleCall: parsed.plan?.parallel_tool_calls === false,
           media: prompts.media ?? undefined,
         });
       }

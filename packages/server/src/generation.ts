@@ -5,7 +5,7 @@
  * an error event and `[DONE]`).
  */
 import { PassThrough } from 'node:stream';
-import { ToolCallStreamParser, toolFormatById, type ToolCall, type ToolCallDelta } from '@mlxcel/engine';
+import { ToolCallStreamParser, toolFormatById, type ParserOutput, type ToolCall, type ToolCallDelta } from '@mlxcel/engine';
 import { ApiError, fromEngineError } from './errors.js';
 import {
   chatChunk, chatCompletion, chatLogprobs, chatUsageChunk, completion, completionLogprobs, usageOf,
@@ -29,12 +29,16 @@ export interface PromptJob {
   suppressedIds?: number[];
   /** Tool-call format whose calls are parsed out of the text (null: none). */
   toolFormat: OutputStructure['toolFormat'];
+  /** `parallel_tool_calls: false`: calls after the first are dropped (under tool_choice "auto" no grammar stops the model writing more). */
+  singleCall?: boolean;
   /** A media prompt prepared on the engine thread. */
   media?: number;
 }
 
 interface Choice {
   index: number;
+  /** At most one tool call is kept. */
+  singleCall: boolean;
   /** The prompt it continues (best_of ranks candidates per prompt). */
   prompt: number;
   /** Content text (tool-call blocks taken out where a parser runs). */
@@ -95,7 +99,7 @@ export class GenerationRun {
     jobs.forEach((job, p) => {
       for (let c = 0; c < this.perPrompt; c++) {
         const choice: Choice = {
-          index: p * this.perPrompt + c, prompt: p, text: kind === 'completions' && req.echo ? job.echo : '', items: kind === 'completions' && job.echoLogprobs ? [...job.echoLogprobs] : [],
+          index: p * this.perPrompt + c, prompt: p, singleCall: job.singleCall === true, text: kind === 'completions' && req.echo ? job.echo : '', items: kind === 'completions' && job.echoLogprobs ? [...job.echoLogprobs] : [],
           finish: null, generated: 0, lastTokenAt: 0,
           parser: job.toolFormat ? new ToolCallStreamParser(toolFormatById(job.toolFormat).syntax) : null, toolCalls: [], logprobSum: 0,
         };
@@ -170,7 +174,7 @@ export class GenerationRun {
     const offset = c.text.length;
     const raw = items.map((t) => t.text).join('');
     // With tools, call blocks become tool_calls; only the text around them is content.
-    const parsed = c.parser ? c.parser.push(raw) : { content: raw, toolCalls: [] };
+    const parsed = c.parser ? keepCalls(c, c.parser.push(raw)) : { content: raw, toolCalls: [] };
     c.text += parsed.content;
     c.toolCalls.push(...toToolCalls(parsed.toolCalls));
     if (!this.stream) {
@@ -195,7 +199,7 @@ export class GenerationRun {
     if (c.finish) return;
     if (c.parser) {
       // A call block the model did not close (it stopped at EOS or the budget) is decoded if it can be.
-      const rest = c.parser.flush();
+      const rest = keepCalls(c, c.parser.flush());
       c.text += rest.content;
       c.toolCalls.push(...toToolCalls(rest.toolCalls));
       if (this.stream) this.streamPiece(c, rest.content, rest.toolCalls, [], c.text.length);
@@ -244,6 +248,12 @@ export class GenerationRun {
     }
     return out;
   }
+}
+
+/** The parser's output with the calls a single-call choice may not make taken out. */
+function keepCalls(c: Choice, out: ParserOutput): ParserOutput {
+  if (!c.singleCall) return out;
+  return { content: out.content, toolCalls: out.toolCalls.filter((d) => d.index === 0) };
 }
 
 /** A completion's finish reason (completions parse no tool calls, so 'tool_calls' cannot occur). */

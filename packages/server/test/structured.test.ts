@@ -165,6 +165,23 @@ describe('structured output and tools over HTTP', () => {
     expect(text).toMatch(/^[0-9]{3}-[a-z]{2}$/);
   });
 
+  it('tool_choice "auto": calls the model writes are parsed (two here, written under a grammar); parallel_tool_calls false keeps the first', async () => {
+    const call = (city: string) => `<tool_call>{"name": "get_weather", "arguments": {"city": "${city}", "unit": "celsius"}}</tool_call>`;
+    const grammar = `root ::= ${JSON.stringify(call('Oslo'))} "\\n" ${JSON.stringify(call('Rome'))}`;
+    const body = { messages: [{ role: 'user', content: 'Weather?' }], tools: TOOLS, grammar, max_tokens: 300, temperature: 0 };
+    const two = await post(srv.base, CHAT, body);
+    expect(two.status, JSON.stringify(two.json)).toBe(200);
+    expect(valid.chat(two.json), JSON.stringify(valid.chat.errors)).toBe(true);
+    expect(two.json.choices[0].finish_reason).toBe('tool_calls');
+    expect(two.json.choices[0].message.tool_calls.map((c: { function: { arguments: string } }) => JSON.parse(c.function.arguments).city)).toEqual(['Oslo', 'Rome']);
+    const one = await post(srv.base, CHAT, { ...body, parallel_tool_calls: false });
+    expect(one.json.choices[0].message.tool_calls.map((c: { function: { arguments: string } }) => JSON.parse(c.function.arguments).city)).toEqual(['Oslo']);
+    // Streamed: the deltas carry index 0 and 1.
+    const s = await fetch(`${srv.base}${CHAT}`, { method: 'POST', body: JSON.stringify({ ...body, stream: true }) });
+    const deltas = sseEvents(await s.text()).filter((e) => e !== '[DONE]').flatMap((e) => e.choices[0]?.delta?.tool_calls ?? []);
+    expect(deltas.map((d: { index: number; function: { name: string } }) => [d.index, d.function.name])).toEqual([[0, 'get_weather'], [1, 'get_weather']]);
+  });
+
   it('refusals are 400s naming the construct and the field', async () => {
     const msgs = [{ role: 'user', content: 'x' }];
     const cases: { path?: string; body: Record<string, unknown>; param: string; message: RegExp }[] = [
