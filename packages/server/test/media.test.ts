@@ -19,6 +19,8 @@ import { SafetensorsFile } from '@mlxcel/tensor';
 import { makeGemma4VisionDir } from '../../engine/test/helpers/vision-model.js';
 import { makeGemma3nVisionDir } from './helpers/gemma3n-vision.js';
 import { FIXTURES } from '../../engine/test/helpers/paths.js';
+import type { ApiError } from '../src/errors.js';
+import { refuseMediaCombination } from '../src/unsupported.js';
 import { post, serve, sseEvents, type Served } from './helpers/serve.js';
 
 const CHAT = '/v1/chat/completions';
@@ -265,9 +267,20 @@ describe('input_audio parts (Gemma 4 audio checkpoint)', () => {
     const got = r.choices[0]!.logprobs!.content!.map((c) => c.logprob);
     expect(got.length).toBe(logprobs.length);
     got.forEach((v, i) => expect(Math.abs(v - logprobs[i]!)).toBeLessThanOrEqual(1e-4));
+
+    // Two clips in two turns: each gets its own 25 soft tokens.
+    const clipPart = { type: 'input_audio' as const, input_audio: { data: clip.toString('base64'), format: 'wav' as const } };
+    const two = await client.chat.completions.create({
+      model: 'aud', temperature: 0, max_tokens: 2,
+      messages: [{ role: 'user', content: [clipPart, { type: 'text', text: 'Describe this.' }] }, { role: 'assistant', content: 'ok' }, { role: 'user', content: [{ type: 'text', text: 'And this?' }, clipPart] }],
+    });
+    expect(two.usage!.prompt_tokens).toBeGreaterThan(p.ids.length + 25);
   });
 
-  it('bad audio is a 400 naming the part', async () => {
+  it('bad audio is a 400 naming the part; image parts are refused by a model without a vision tower', async () => {
+    const img = await post(srv.base, CHAT, { max_tokens: 2, messages: user([{ type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } }]) });
+    expect(img.status).toBe(400);
+    expect(`${img.json.error.param} ${img.json.error.code}`).toBe('messages[0].content[0] image_input_unsupported');
     const cases: [unknown, string, string][] = [
       [{ data: clip.toString('base64'), format: 'mp3' }, 'messages[0].content[0].input_audio.format', 'unsupported_parameter'],
       [{ data: Buffer.from('RIFF....WAVEnope').toString('base64'), format: 'wav' }, 'messages[0].content[0]', 'invalid_audio'],
@@ -278,5 +291,24 @@ describe('input_audio parts (Gemma 4 audio checkpoint)', () => {
       expect(r.status, JSON.stringify(r.json)).toBe(400);
       expect(`${r.json.error.param} ${r.json.error.code}`).toBe(`${param} ${code}`);
     }
+  });
+});
+
+describe('media combinations this server does not take (src/unsupported.ts)', () => {
+  const image = { type: 'image' as const, url: 'data:image/png;base64,AA==', where: 'messages[0].content[0]' };
+  const audio = { type: 'audio' as const, data: 'AA==', where: 'messages[1].content[1]' };
+  const refusal = (f: () => void) => {
+    try {
+      f();
+    } catch (e) {
+      return `${(e as ApiError).status} ${(e as ApiError).param} ${(e as ApiError).code}: ${(e as Error).message}`;
+    }
+    return 'accepted';
+  };
+  it('images and audio in one request, and media with tools, are 400s naming the part', () => {
+    expect(refusal(() => refuseMediaCombination([{ role: 'user', content: [image] }, { role: 'user', content: [{ type: 'text', text: 'x' }, audio] }], false)))
+      .toMatch(/^400 messages\[1\]\.content\[1\] unsupported_parameter: .*images or audio, not both/);
+    expect(refusal(() => refuseMediaCombination([{ role: 'user', content: [image] }], true))).toMatch(/^400 messages\[0\]\.content\[0\] unsupported_parameter: .*together with 'tools'/);
+    expect(refusal(() => refuseMediaCombination([{ role: 'user', content: [image, image] }], false))).toBe('accepted');
   });
 });
