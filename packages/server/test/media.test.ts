@@ -149,6 +149,7 @@ describe('image_url parts (Gemma 4 vision checkpoint)', () => {
   });
 
   it('local files: only with --allow-local-files, only inside its folder, only regular files', async () => {
+    expect(await (await fetch(`${open.base}/health`)).json()).toMatchObject({ image_input: true, audio_input: false });
     const ask = (srv: Served, url: string) => post(srv.base, CHAT, { temperature: 0, max_tokens: 6, messages: user([{ type: 'text', text: 'Describe.' }, imagePart(url)]) });
     const want = (await ask(open, dataUrl)).json.choices[0].message.content;
     for (const url of ['image.png', join(files, 'image.png'), pathToFileURL(join(files, 'image.png')).href]) {

@@ -37,11 +37,11 @@ describe('embedded server: health, metrics, logs, auth, CORS', () => {
   });
   afterAll(async () => srv?.close(0));
 
-  it('/health: 503 while the model loads, then the model, queue depth and active sequences', async () => {
+  it('/health: 503 while the model loads, then the model, queue depth, active sequences and the content parts it takes', async () => {
     expect(firstHealth).toEqual({ status: 503, body: { status: 'loading' } });
     const r = await fetch(`${base}/health`);
     expect(r.status).toBe(200);
-    expect(await r.json()).toEqual({ status: 'ok', model: 'tiny', context_length: 4096, queue_depth: 0, active_sequences: 0 });
+    expect(await r.json()).toEqual({ status: 'ok', model: 'tiny', context_length: 4096, queue_depth: 0, active_sequences: 0, image_input: false, audio_input: false });
   });
 
   it('--api-key: a Bearer token on /v1/* and /metrics, /health open', async () => {
