@@ -19,3 +19,5 @@ export {
   type RandomWeightOptions, type FloatDType, type Init,
 } from './random.js';
 export { Xoshiro128, seedFor } from './prng.js';
+export { ClippableLinear, clamp, linearProjection, scalarOr, type Projection } from './projections.js';
+export { channelsLastKernel, convKernelDims, convKernelTensor, loadConvKernel, type ConvLayout } from './conv-kernels.js';

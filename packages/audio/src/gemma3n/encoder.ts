@@ -6,7 +6,8 @@
 import { Linear, MlxcelError, ops, RMSNorm, loadVector, type QuantConfig, type WeightStore } from '@mlxcel/tensor';
 import { LocalRelAttention } from '../conformer/attention.js';
 import { ConformerFeedForward, LightConv, loadDepthwise, maskRows } from '../conformer/blocks.js';
-import { clamp, clipBound, linearProjection, softplus, type Projection } from '../conformer/layers.js';
+import { clamp, linearProjection, type Projection } from '@mlxcel/models-core';
+import { clipBound, softplus } from '../conformer/layers.js';
 import { inclusiveWindow, type LocalWindow } from '../conformer/window.js';
 import type { EncoderOutput } from '../encoder-output.js';
 import type { Gemma3nAudioConfig } from './config.js';

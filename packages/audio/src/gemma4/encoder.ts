@@ -6,8 +6,9 @@
 import { Linear, MlxcelError, ops, RMSNorm, LayerNorm, loadVector, type QuantConfig, type WeightStore } from '@mlxcel/tensor';
 import { LocalRelAttention } from '../conformer/attention.js';
 import { ConformerFeedForward, LightConv, loadDepthwise, maskRows } from '../conformer/blocks.js';
-import { conv2d, loadConv2d, type Conv2dSpec } from '../conformer/conv.js';
-import { ClippableLinear, clamp, clipBound, linearProjection, softplus, type Projection } from '../conformer/layers.js';
+import { ClippableLinear, clamp, linearProjection, loadConvKernel, type Projection } from '@mlxcel/models-core';
+import { conv2d, type Conv2dSpec } from '../conformer/conv.js';
+import { clipBound, softplus } from '../conformer/layers.js';
 import { gemma4Window, type LocalWindow } from '../conformer/window.js';
 import type { EncoderOutput } from '../encoder-output.js';
 import type { Gemma4AudioConfig } from './config.js';
@@ -94,7 +95,7 @@ export class Gemma4AudioEncoder {
     const [c0, c1] = cfg.channels;
     const spec = (cin: number, cout: number): Conv2dSpec => ({ cin, cout, kh: 3, kw: 3, strideH: 2, strideW: 2, pad: [1, 1, 1, 1] });
     const block = (name: string, s: Conv2dSpec) =>
-      new SubsampleBlock(s, loadConv2d(store, `${p}subsample_conv_projection.${name}.conv.weight`, s), new LayerNorm(loadVector(store, `${p}subsample_conv_projection.${name}.norm.weight`, s.cout), null, eps));
+      new SubsampleBlock(s, loadConvKernel(store, `${p}subsample_conv_projection.${name}.conv.weight`, s), new LayerNorm(loadVector(store, `${p}subsample_conv_projection.${name}.norm.weight`, s.cout), null, eps));
     const blocks: [SubsampleBlock, SubsampleBlock] = [block('layer0', spec(1, c0)), block('layer1', spec(c0, c1))];
     const fOut = Math.floor((Math.floor((cfg.nMel - 1) / 2) + 1 - 1) / 2) + 1;
     const inputProj = Linear.load(store, `${p}subsample_conv_projection.input_proj_linear`, { quant, bias: false, shape: [D, fOut * c1] });

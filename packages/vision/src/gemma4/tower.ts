@@ -6,7 +6,7 @@
  * Activations f32 throughout.
  */
 import * as native from '@mlxcel/core-native';
-import { ClippableLinear, type Projection } from '@mlxcel/audio';
+import { ClippableLinear, type Projection } from '@mlxcel/models-core';
 import { Linear, MlxcelError, ops, RMSNorm, loadVector, type QuantConfig, type WeightStore } from '@mlxcel/tensor';
 import type { Gemma4Pixels } from '../processor/gemma4.js';
 import type { Gemma4VisionConfig } from './config.js';
