@@ -40,6 +40,15 @@ int64_t count_of(Napi::Env env, const char* fn, int64_t a, int64_t b, int64_t c 
 int64_t checked_size(Napi::Env env, const char* fn, const std::string& what, std::initializer_list<int64_t> factors);
 bool bool_arg(const Napi::Value& v, const char* fn, const char* name);
 
+// The sliding window of a 2-D convolution over an h x w input, read from an options object:
+// kh, kw, strideH, strideW in [1, 64], padTop, padBottom, padLeft, padRight in [0, 64] (zero padding),
+// and the output size it gives. A padded input smaller than the kernel is a RangeError naming fn.
+struct ConvWindow {
+  int kh = 0, kw = 0, sh = 1, sw = 1, pad_top = 0, pad_left = 0;
+  int64_t out_h = 0, out_w = 0;  // padding below / right is implied by these
+};
+ConvWindow conv_window_arg(const Napi::Object& o, const char* fn, int64_t h, int64_t w);
+
 // Parses and validates a weight descriptor object:
 // { dtype: 0 f32 | 1 f16 | 2 bf16 | 3 affine, data, rows, cols, scales?, biases?, scaleDtype?, bits?, groupSize? }
 WeightRef weight_arg(const Napi::Value& v, const char* fn, const char* name);

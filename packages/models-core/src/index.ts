@@ -20,4 +20,5 @@ export {
 } from './random.js';
 export { Xoshiro128, seedFor } from './prng.js';
 export { ClippableLinear, clamp, linearProjection, scalarOr, type Projection } from './projections.js';
+export { towerFamily, towerSourceFromDir, readJsonIfPresent, type TowerSource, type TowerKind } from './tower-source.js';
 export { channelsLastKernel, convKernelDims, convKernelTensor, loadConvKernel, type ConvLayout } from './conv-kernels.js';
