@@ -1,5 +1,7 @@
-// Vision bindings: dwconv2d (kernel in isa/vision_impl.h). Every size is checked here, with the
-// overflow-checked count helpers, so the kernel can trust its arguments.
+// Vision bindings: dwconv2d and the MSFA resampling (avgPool2d, resizeNearest2d, resizeBilinear2d;
+// kernels in isa/vision_impl.h). Every size is checked here, with the overflow-checked count helpers,
+// so the kernels can trust their arguments.
+#include <algorithm>
 #include <string>
 
 #include "args.h"
@@ -7,6 +9,8 @@
 
 namespace mlx {
 namespace {
+
+std::string num(int64_t v) { return std::to_string(v); }
 
 // dwconv2d({ x [h, w, c], h, w, c, weight [kh*kw, c], kh, kw, strideH, strideW,
 //            padTop, padBottom, padLeft, padRight, out [outH, outW, c] }) -> { outH, outW }
@@ -34,10 +38,88 @@ Napi::Value DwConv2d(const Napi::CallbackInfo& info) {
   return r;
 }
 
+// The map shared by the resampling ops: { x [h, w, c], h, w, c } checked, and `out` [outH, outW, c]
+// once the caller has set out_h / out_w; out must not alias x (outputs read other positions).
+Resample2dArgs resample_input(const Napi::Object& o, const char* fn) {
+  Resample2dArgs a;
+  a.h = int_arg(o.Get("h"), fn, "h", 1, int64_t(1) << 24);
+  a.w = int_arg(o.Get("w"), fn, "w", 1, int64_t(1) << 24);
+  a.c = int_arg(o.Get("c"), fn, "c", 1, int64_t(1) << 20);
+  a.x = f32_arg(o.Get("x"), fn, "x", checked_size(o.Env(), fn, "x", {a.h, a.w, a.c}));
+  return a;
+}
+
+void resample_output(const Napi::Object& o, const char* fn, Resample2dArgs& a) {
+  a.out = f32_arg(o.Get("out"), fn, "out", checked_size(o.Env(), fn, "out", {a.out_h, a.out_w, a.c}));
+  if (reinterpret_cast<const void*>(a.out) == reinterpret_cast<const void*>(a.x))
+    throw_range(o.Env(), std::string(fn) + ": out must not alias x");
+}
+
+Napi::Object out_size(Napi::Env env, const Resample2dArgs& a) {
+  Napi::Object r = Napi::Object::New(env);
+  r.Set("outH", Napi::Number::New(env, double(a.out_h)));
+  r.Set("outW", Napi::Number::New(env, double(a.out_w)));
+  return r;
+}
+
+Napi::Object options_arg(const Napi::CallbackInfo& info, const char* fn) {
+  if (!info[0].IsObject()) throw_type(info.Env(), std::string(fn) + ": expects one options object");
+  return info[0].As<Napi::Object>();
+}
+
+// avgPool2d({ x [h, w, c], h, w, c, kh, kw, out [h/kh, w/kw, c] }) -> { outH, outW }: kernel = stride,
+// no padding; kh and kw must divide h and w (the MSFA pools only exact multiples).
+Napi::Value AvgPool2d(const Napi::CallbackInfo& info) {
+  const char* fn = "avgPool2d";
+  Napi::Env env = info.Env();
+  Napi::Object o = options_arg(info, fn);
+  Resample2dArgs a = resample_input(o, fn);
+  a.kh = int(int_arg(o.Get("kh"), fn, "kh", 1, std::min<int64_t>(a.h, 1 << 16)));
+  a.kw = int(int_arg(o.Get("kw"), fn, "kw", 1, std::min<int64_t>(a.w, 1 << 16)));
+  if (a.h % a.kh != 0 || a.w % a.kw != 0)
+    throw_range(env, "avgPool2d: the kernel [" + num(a.kh) + ", " + num(a.kw) + "] does not divide the map [" + num(a.h) + ", " +
+                         num(a.w) + "]");
+  a.out_h = a.h / a.kh;
+  a.out_w = a.w / a.kw;
+  resample_output(o, fn, a);
+  kernels().avg_pool2d(a);
+  return out_size(env, a);
+}
+
+// The target size of a resize: outH, outW in [1, 2^24].
+void resize_target(const Napi::Object& o, const char* fn, Resample2dArgs& a) {
+  a.out_h = int_arg(o.Get("outH"), fn, "outH", 1, int64_t(1) << 24);
+  a.out_w = int_arg(o.Get("outW"), fn, "outW", 1, int64_t(1) << 24);
+  resample_output(o, fn, a);
+}
+
+// resizeNearest2d({ x [h, w, c], h, w, c, outH, outW, out [outH, outW, c] }) -> { outH, outW }
+Napi::Value ResizeNearest2d(const Napi::CallbackInfo& info) {
+  const char* fn = "resizeNearest2d";
+  Napi::Object o = options_arg(info, fn);
+  Resample2dArgs a = resample_input(o, fn);
+  resize_target(o, fn, a);
+  kernels().resize_nearest2d(a);
+  return out_size(info.Env(), a);
+}
+
+// resizeBilinear2d({ x [h, w, c], h, w, c, outH, outW, out [outH, outW, c] }) -> { outH, outW }
+Napi::Value ResizeBilinear2d(const Napi::CallbackInfo& info) {
+  const char* fn = "resizeBilinear2d";
+  Napi::Object o = options_arg(info, fn);
+  Resample2dArgs a = resample_input(o, fn);
+  resize_target(o, fn, a);
+  kernels().resize_bilinear2d(a);
+  return out_size(info.Env(), a);
+}
+
 }  // namespace
 
 void RegisterVision(Napi::Env env, Napi::Object exports) {
   exports.Set("dwconv2d", Napi::Function::New(env, DwConv2d, "dwconv2d"));
+  exports.Set("avgPool2d", Napi::Function::New(env, AvgPool2d, "avgPool2d"));
+  exports.Set("resizeNearest2d", Napi::Function::New(env, ResizeNearest2d, "resizeNearest2d"));
+  exports.Set("resizeBilinear2d", Napi::Function::New(env, ResizeBilinear2d, "resizeBilinear2d"));
 }
 
 }  // namespace mlx
