@@ -19,6 +19,8 @@ export {
   type RandomWeightOptions, type FloatDType, type Init,
 } from './random.js';
 export { Xoshiro128, seedFor } from './prng.js';
+export { WeightLoader } from './weight-loader.js';
+export { WeightStats, paramCount } from './weight-stats.js';
 export { ClippableLinear, clamp, linearProjection, scalarOr, type Projection } from './projections.js';
 export { towerFamily, towerSourceFromDir, readJsonIfPresent, type TowerSource, type TowerKind } from './tower-source.js';
 export { channelsLastKernel, convKernelDims, convKernelTensor, loadConvKernel, type ConvLayout } from './conv-kernels.js';
