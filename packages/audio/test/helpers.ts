@@ -4,20 +4,18 @@ import { maxAbsDiff, openExpected, relMaxDiff, type ExpectedTensors } from '@mlx
 import { expect } from 'vitest';
 import { encodeAudio, type AudioModel } from '../src/index.js';
 
-export { maxAbsDiff, relMaxDiff };
-export type Expected = ExpectedTensors;
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** Fixtures are copied into the repo (docs/architecture/README.md, "Conventions": tests read nothing outside the repository). */
 export const FIXTURES = resolve(here, '../../../fixtures');
 
 /** The expected tensors of fixture `name` (fixtures/<name>/expected.safetensors). */
-export function expected(name: string): Expected {
+export function expected(name: string): ExpectedTensors {
   return openExpected(join(FIXTURES, name));
 }
 
 /** The checks every audio fixture shares: features, subsampler and encoder outputs and their masks. */
-export function expectEncoderMatchesFixture(model: AudioModel, e: Expected): void {
+export function expectEncoderMatchesFixture(model: AudioModel, e: ExpectedTensors): void {
   const { features, encoder } = encodeAudio(model, e.f32('waveform'));
   expect(maxAbsDiff(features.features, e.f32('input_features'))).toBeLessThanOrEqual(1e-4);
   expect(Array.from(features.mask)).toEqual(Array.from(e.i32('input_features_mask')));

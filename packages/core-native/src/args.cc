@@ -61,6 +61,11 @@ int64_t int_arg(const Napi::Value& v, const char* fn, const char* name, int64_t 
   return i;
 }
 
+Napi::Object options_arg(const Napi::CallbackInfo& info, const char* fn) {
+  if (!info[0].IsObject()) throw_type(info.Env(), std::string(fn) + ": expects one options object");
+  return info[0].As<Napi::Object>();
+}
+
 ConvWindow conv_window_arg(const Napi::Object& o, const char* fn, int64_t h, int64_t w) {
   ConvWindow c;
   c.kh = int(int_arg(o.Get("kh"), fn, "kh", 1, 64));

@@ -27,6 +27,8 @@ bool is_nullish(const Napi::Value& v);
 float* f32_arg(const Napi::Value& v, const char* fn, const char* name, int64_t min_count);
 // An Int32Array holding at least `min_count` ints.
 int32_t* i32_arg(const Napi::Value& v, const char* fn, const char* name, int64_t min_count);
+// The single options-object argument of a binding (info[0]), or a TypeError naming fn.
+Napi::Object options_arg(const Napi::CallbackInfo& info, const char* fn);
 // An integer Number in [lo, hi].
 int64_t int_arg(const Napi::Value& v, const char* fn, const char* name, int64_t lo, int64_t hi);
 double num_arg(const Napi::Value& v, const char* fn, const char* name);

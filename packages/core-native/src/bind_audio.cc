@@ -22,8 +22,7 @@ int64_t f32_length(const Napi::Value& v, const char* fn, const char* name) {
 Napi::Value LogMel(const Napi::CallbackInfo& info) {
   const char* fn = "logMel";
   Napi::Env env = info.Env();
-  if (!info[0].IsObject()) throw_type(env, "logMel: expects one options object");
-  Napi::Object o = info[0].As<Napi::Object>();
+  Napi::Object o = options_arg(info, fn);
   LogMelArgs a;
   a.n_frames = int_arg(o.Get("nFrames"), fn, "nFrames", 0, int64_t(1) << 31);
   a.frame_len = int(int_arg(o.Get("frameLength"), fn, "frameLength", 1, 1 << 16));
@@ -70,8 +69,7 @@ Napi::Value LogMel(const Napi::CallbackInfo& info) {
 Napi::Value Conv2d(const Napi::CallbackInfo& info) {
   const char* fn = "conv2d";
   Napi::Env env = info.Env();
-  if (!info[0].IsObject()) throw_type(env, "conv2d: expects one options object");
-  Napi::Object o = info[0].As<Napi::Object>();
+  Napi::Object o = options_arg(info, fn);
   Conv2dArgs a;
   a.h = int_arg(o.Get("h"), fn, "h", 0, int64_t(1) << 31);
   a.w = int_arg(o.Get("w"), fn, "w", 1, int64_t(1) << 31);
@@ -116,8 +114,7 @@ Napi::Value DwConv1dCausal(const Napi::CallbackInfo& info) {
 Napi::Value LocalAttention(const Napi::CallbackInfo& info) {
   const char* fn = "localAttention";
   Napi::Env env = info.Env();
-  if (!info[0].IsObject()) throw_type(env, "localAttention: expects one options object");
-  Napi::Object o = info[0].As<Napi::Object>();
+  Napi::Object o = options_arg(info, fn);
   LocalAttentionArgs a;
   a.n = int_arg(o.Get("n"), fn, "n", 0, int64_t(1) << 31);
   a.n_heads = int(int_arg(o.Get("nHeads"), fn, "nHeads", 1, 1 << 12));

@@ -17,8 +17,7 @@ std::string num(int64_t v) { return std::to_string(v); }
 Napi::Value DwConv2d(const Napi::CallbackInfo& info) {
   const char* fn = "dwconv2d";
   Napi::Env env = info.Env();
-  if (!info[0].IsObject()) throw_type(env, "dwconv2d: expects one options object");
-  Napi::Object o = info[0].As<Napi::Object>();
+  Napi::Object o = options_arg(info, fn);
   DwConv2dArgs a;
   a.h = int_arg(o.Get("h"), fn, "h", 1, int64_t(1) << 24);
   a.w = int_arg(o.Get("w"), fn, "w", 1, int64_t(1) << 24);
@@ -62,11 +61,6 @@ Napi::Object out_size(Napi::Env env, const Resample2dArgs& a) {
   return r;
 }
 
-Napi::Object options_arg(const Napi::CallbackInfo& info, const char* fn) {
-  if (!info[0].IsObject()) throw_type(info.Env(), std::string(fn) + ": expects one options object");
-  return info[0].As<Napi::Object>();
-}
-
 // avgPool2d({ x [h, w, c], h, w, c, kh, kw, out [h/kh, w/kw, c] }) -> { outH, outW }: kernel = stride,
 // no padding; kh and kw must divide h and w (the MSFA pools only exact multiples).
 Napi::Value AvgPool2d(const Napi::CallbackInfo& info) {
@@ -86,32 +80,20 @@ Napi::Value AvgPool2d(const Napi::CallbackInfo& info) {
   return out_size(env, a);
 }
 
-// The target size of a resize: outH, outW in [1, 2^24].
-void resize_target(const Napi::Object& o, const char* fn, Resample2dArgs& a) {
+// resizeNearest2d / resizeBilinear2d({ x [h, w, c], h, w, c, outH, outW, out [outH, outW, c] }) -> { outH, outW },
+// outH and outW in [1, 2^24]; `kernel` is the dispatch-table entry of the mode.
+Napi::Value Resize(const Napi::CallbackInfo& info, const char* fn, void (*KernelTable::*kernel)(const Resample2dArgs&)) {
+  Napi::Object o = options_arg(info, fn);
+  Resample2dArgs a = resample_input(o, fn);
   a.out_h = int_arg(o.Get("outH"), fn, "outH", 1, int64_t(1) << 24);
   a.out_w = int_arg(o.Get("outW"), fn, "outW", 1, int64_t(1) << 24);
   resample_output(o, fn, a);
-}
-
-// resizeNearest2d({ x [h, w, c], h, w, c, outH, outW, out [outH, outW, c] }) -> { outH, outW }
-Napi::Value ResizeNearest2d(const Napi::CallbackInfo& info) {
-  const char* fn = "resizeNearest2d";
-  Napi::Object o = options_arg(info, fn);
-  Resample2dArgs a = resample_input(o, fn);
-  resize_target(o, fn, a);
-  kernels().resize_nearest2d(a);
+  (kernels().*kernel)(a);
   return out_size(info.Env(), a);
 }
 
-// resizeBilinear2d({ x [h, w, c], h, w, c, outH, outW, out [outH, outW, c] }) -> { outH, outW }
-Napi::Value ResizeBilinear2d(const Napi::CallbackInfo& info) {
-  const char* fn = "resizeBilinear2d";
-  Napi::Object o = options_arg(info, fn);
-  Resample2dArgs a = resample_input(o, fn);
-  resize_target(o, fn, a);
-  kernels().resize_bilinear2d(a);
-  return out_size(info.Env(), a);
-}
+Napi::Value ResizeNearest2d(const Napi::CallbackInfo& info) { return Resize(info, "resizeNearest2d", &KernelTable::resize_nearest2d); }
+Napi::Value ResizeBilinear2d(const Napi::CallbackInfo& info) { return Resize(info, "resizeBilinear2d", &KernelTable::resize_bilinear2d); }
 
 }  // namespace
 

@@ -22,5 +22,7 @@ export { Xoshiro128, seedFor } from './prng.js';
 export { WeightLoader } from './weight-loader.js';
 export { WeightStats, paramCount } from './weight-stats.js';
 export { ClippableLinear, clamp, linearProjection, scalarOr, type Projection } from './projections.js';
-export { towerFamily, towerSourceFromDir, readJsonIfPresent, type TowerSource, type TowerKind } from './tower-source.js';
+export {
+  towerFamily, towerPrefixes, towerSourceFromDir, readJsonIfPresent, type TowerSource, type TowerKind, type TowerPrefixes,
+} from './tower-source.js';
 export { channelsLastKernel, convKernelDims, convKernelTensor, loadConvKernel, type ConvLayout } from './conv-kernels.js';

@@ -30,6 +30,27 @@ export function towerFamily(config: Json, kind: TowerKind): 'gemma4' | 'gemma3n'
   throw new MlxcelError('E_CONFIG', `config.model_type "${mt}" has no supported ${kind} tower (gemma4 or gemma3n)`);
 }
 
+/** Where a tower's tensors and its embedder's live in a checkpoint. */
+export interface TowerPrefixes {
+  /** `model.<kind>_tower.` (HF) or `<kind>_tower.` (mlx-vlm). */
+  tower: string;
+  /** `model.embed_<kind>.` (HF) or `embed_<kind>.` (mlx-vlm). */
+  embed: string;
+}
+
+/** The HF or mlx-vlm prefixes of the `kind` tower (the first with any tensor), or E_MISSING_TENSOR naming both. */
+export function towerPrefixes(store: WeightStore, kind: TowerKind, where = 'checkpoint'): TowerPrefixes {
+  const keys = store.keys();
+  const pick = (cands: string[], what: string): string => {
+    for (const c of cands) if (keys.some((k) => k.startsWith(c))) return c;
+    throw new MlxcelError('E_MISSING_TENSOR', `${where}: no ${what} tensors (looked for ${cands.map((c) => `${c}*`).join(', ')}); this checkpoint has no ${kind} tower`);
+  };
+  return {
+    tower: pick([`model.${kind}_tower.`, `${kind}_tower.`], `${kind} tower`),
+    embed: pick([`model.embed_${kind}.`, `embed_${kind}.`], `${kind} embedder`),
+  };
+}
+
 /** A JSON file of a checkpoint folder: undefined when absent, E_CONFIG naming the file when it is not valid JSON. */
 export function readJsonIfPresent(path: string): Json | undefined {
   if (!existsSync(path)) return undefined;

@@ -1,16 +1,14 @@
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { maxAbsDiff, openExpected, relMaxDiff, type ExpectedTensors } from '@mlxcel/tensor';
+import { openExpected, type ExpectedTensors } from '@mlxcel/tensor';
 
-export { maxAbsDiff, relMaxDiff };
-export type Expected = ExpectedTensors;
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** Fixtures are copied into the repository (tests read nothing outside it). */
 export const FIXTURES = resolve(here, '../../../fixtures');
 
 /** The expected tensors of fixture `name` (fixtures/<name>/expected.safetensors). */
-export function expected(name: string): Expected {
+export function expected(name: string): ExpectedTensors {
   return openExpected(join(FIXTURES, name));
 }
 

@@ -4,11 +4,11 @@
  * against the whole adapter recomputed here from its definition (reference ops, float64 arithmetic): nearest-upsample the
  * smaller input, concatenate channels, RN(pw_exp) + GELU, RN(pw_proj), resize, RN(norm).
  */
-import { reference, Weight } from '@mlxcel/tensor';
+import { reference, relMaxDiff, Weight } from '@mlxcel/tensor';
 import { describe, expect, it } from 'vitest';
 import { ChannelNorm, MultiScaleFusion, RMS2D_EPS } from '../src/mobilenet/blocks.js';
 import { PointwiseConv, type FeatureMap } from '../src/mobilenet/conv.js';
-import { relMaxDiff, resampleReference } from './helpers.js';
+import { resampleReference } from './helpers.js';
 
 function rand(n: number, seed: number, scale = 1): Float32Array {
   const a = new Float32Array(n);

@@ -11,18 +11,11 @@ import {
   type AttentionGeometry, type HiddenStateTap, type LayerCacheSpec, type LmHeadOptions,
 } from '@mlxcel/models-core';
 import { RopeTableCache } from '@mlxcel/rope';
-import { ops, type Embedding, type ForwardInput, type LayerNorm, type Linear, type RMSNorm, type StateOptions } from '@mlxcel/tensor';
+import { ops, type ForwardInput, type LayerNorm, type RMSNorm, type StateOptions } from '@mlxcel/tensor';
 import { commitBatch, planBatch, type PhiLayout } from './batch.js';
 import type { PhiCommonConfig } from './config.js';
 import { PhiSequence } from './sequence.js';
-
-/** The weights the shared part of the forward pass reads: embedding, final norm, LM head. */
-export interface PhiWeightsBase {
-  embed: Embedding;
-  norm: RMSNorm | LayerNorm;
-  lmHead: Linear;
-  stats: { parameters: number; weightBytes: number };
-}
+import type { PhiWeights } from './weights.js';
 
 /** How an architecture fits the skeleton. */
 export interface PhiArchitectureSpec {
@@ -36,7 +29,7 @@ export interface PhiArchitectureSpec {
   head?: LmHeadOptions;
 }
 
-export abstract class PhiModelBase<C extends PhiCommonConfig & { model_type: string }, W extends PhiWeightsBase> extends DecoderModel<PhiSequence, PhiLayout> {
+export abstract class PhiModelBase<C extends PhiCommonConfig & { model_type: string }, W extends PhiWeights<unknown, RMSNorm | LayerNorm>> extends DecoderModel<PhiSequence, PhiLayout> {
   readonly rope: C['rope'];
   protected readonly geom: AttentionGeometry;
   private readonly layerCaches: LayerCacheSpec[];

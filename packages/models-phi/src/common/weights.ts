@@ -6,7 +6,16 @@
  * checkpoint held nothing else.
  */
 import { WeightLoader } from '@mlxcel/models-core';
-import { TrackedWeights, type Embedding, type Linear, type WeightStore } from '@mlxcel/tensor';
+import { TrackedWeights, type Embedding, type LayerNorm, type Linear, type RMSNorm, type WeightStore } from '@mlxcel/tensor';
+
+/** What every Phi weight map holds: embedding, the decoder layers, the final norm, the LM head, the size figures. */
+export interface PhiWeights<L, N extends RMSNorm | LayerNorm> {
+  embed: Embedding;
+  layers: L[];
+  norm: N;
+  lmHead: Linear;
+  stats: { parameters: number; weightBytes: number };
+}
 
 export interface PhiCheckpoint {
   ld: WeightLoader;

@@ -3,8 +3,8 @@
  * quantized module is recognised by its `.scales` tensor. No biases anywhere; lm_head is absent when
  * tie_word_embeddings is true (the head is then the embedding matrix, quantized or not).
  */
-import type { Embedding, Linear, RMSNorm, WeightStore } from '@mlxcel/tensor';
-import { openPhiCheckpoint } from '../common/weights.js';
+import type { Linear, RMSNorm, WeightStore } from '@mlxcel/tensor';
+import { openPhiCheckpoint, type PhiWeights } from '../common/weights.js';
 import type { Phi3Config } from './config.js';
 
 export interface Phi3Layer {
@@ -18,13 +18,7 @@ export interface Phi3Layer {
   down: Linear;
 }
 
-export interface Phi3Weights {
-  embed: Embedding;
-  layers: Phi3Layer[];
-  norm: RMSNorm;
-  lmHead: Linear;
-  stats: { parameters: number; weightBytes: number };
-}
+export type Phi3Weights = PhiWeights<Phi3Layer, RMSNorm>;
 
 export function loadPhi3Weights(store: WeightStore, c: Phi3Config, raw: Record<string, unknown>): Phi3Weights {
   const { ld, embed, finish } = openPhiCheckpoint(store, raw, c);

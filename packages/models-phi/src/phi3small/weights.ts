@@ -4,8 +4,8 @@
  * names; a quantized module has `.scales`/`.biases` next to its float `.bias`. Old checkpoints may carry
  * `self_attn.rotary_emb.inv_freq`, which is dropped.
  */
-import type { Embedding, LayerNorm, Linear, WeightStore } from '@mlxcel/tensor';
-import { openPhiCheckpoint } from '../common/weights.js';
+import type { LayerNorm, Linear, WeightStore } from '@mlxcel/tensor';
+import { openPhiCheckpoint, type PhiWeights } from '../common/weights.js';
 import type { Phi3SmallConfig } from './config.js';
 
 export interface Phi3SmallLayer {
@@ -19,13 +19,7 @@ export interface Phi3SmallLayer {
   down: Linear;
 }
 
-export interface Phi3SmallWeights {
-  embed: Embedding;
-  layers: Phi3SmallLayer[];
-  norm: LayerNorm;
-  lmHead: Linear;
-  stats: { parameters: number; weightBytes: number };
-}
+export type Phi3SmallWeights = PhiWeights<Phi3SmallLayer, LayerNorm>;
 
 export function loadPhi3SmallWeights(store: WeightStore, c: Phi3SmallConfig, raw: Record<string, unknown>): Phi3SmallWeights {
   const { ld, embed, finish } = openPhiCheckpoint(store, raw, c);

@@ -7,8 +7,8 @@
  * bias iff `lm_head_bias`.
  */
 import { loadExperts, type SwitchGLU } from '@mlxcel/moe';
-import type { Embedding, LayerNorm, Linear, WeightStore } from '@mlxcel/tensor';
-import { openPhiCheckpoint } from '../common/weights.js';
+import type { LayerNorm, Linear, WeightStore } from '@mlxcel/tensor';
+import { openPhiCheckpoint, type PhiWeights } from '../common/weights.js';
 import type { PhiMoEConfig } from './config.js';
 
 export interface PhiMoELayer {
@@ -23,13 +23,7 @@ export interface PhiMoELayer {
   experts: SwitchGLU;
 }
 
-export interface PhiMoEWeights {
-  embed: Embedding;
-  layers: PhiMoELayer[];
-  norm: LayerNorm;
-  lmHead: Linear;
-  stats: { parameters: number; weightBytes: number };
-}
+export type PhiMoEWeights = PhiWeights<PhiMoELayer, LayerNorm>;
 
 export function loadPhiMoEWeights(store: WeightStore, c: PhiMoEConfig, raw: Record<string, unknown>): PhiMoEWeights {
   const { ld, embed, finish } = openPhiCheckpoint(store, raw, c);
