@@ -1,6 +1,6 @@
 /**
- * Reading a reference fixture (`<dir>/expected.safetensors`) and the two distances its tolerances are
- * stated in. For tests: the audio and vision fixture tests (and any other) compare against these.
+ * Helpers the packages' tests share: reading a reference fixture (`<dir>/expected.safetensors`), the
+ * two distances its tolerances are stated in, and the error a call throws.
  */
 import { join } from 'node:path';
 import { SafetensorsFile } from './safetensors.js';
@@ -32,4 +32,14 @@ export function relMaxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let s = 0;
   for (let i = 0; i < b.length; i++) s = Math.max(s, Math.abs(b[i]!));
   return maxAbsDiff(a, b) / s;
+}
+
+/** The error `fn` throws (with its `code` when it is an MlxcelError); throws itself when `fn` does not. */
+export function errorOf(fn: () => unknown): Error & { code?: string } {
+  try {
+    fn();
+  } catch (e) {
+    return e as Error & { code?: string };
+  }
+  throw new Error('did not throw');
 }
