@@ -11,7 +11,7 @@ import type { KvSegmentDesc } from '@mlxcel/core-native';
 import { MlxcelError } from '@mlxcel/tensor';
 import { attendOne } from './attend.js';
 import { STAGING_FORMAT, storeFormat, type GroupSize, type KvStorage, type StoreFormat } from './storage.js';
-import { copyImage, range, TiledStore } from './store.js';
+import { copyImage, range, sliceImage, TiledStore, type StoreImage } from './store.js';
 import type { AttendOptions, CacheKind, DetachedCache, LayerCache } from './types.js';
 
 export interface CacheOptions {
@@ -77,6 +77,12 @@ export abstract class KvCacheBase implements LayerCache {
   protected abstract restoreMain(state: DetachedCache): void;
   /** Kind-specific checks of a detached state about to be adopted. */
   protected abstract checkState(state: DetachedCache): void;
+  /** First position a cache restored to offset n must hold (0; a ring needs only its window). */
+  protected restoreFrom(_n: number): number {
+    return 0;
+  }
+  /** Makes the (reset) main store ready to hold `rows` restored rows in slots 0..rows-1. */
+  protected abstract prepareRestore(rows: number): void;
 
   // ---- writes --------------------------------------------------------------------------------
   update(k: Float32Array, v: Float32Array, T: number): void {
@@ -165,6 +171,70 @@ export abstract class KvCacheBase implements LayerCache {
       return r;
     };
     return { k: cat(a.k, b.k), v: cat(a.v, b.v), pos: this.slotPositions().slice() };
+  }
+
+  // ---- prefix rows (packages/cache prefix-pool.ts) ----------------------------------------------
+  /**
+   * The exact stored bits of finalized positions [from, to), in position order, or null when this
+   * cache does not hold every one of them (a ring that has moved past them, rows held past a cap).
+   */
+  exportPositions(from: number, to: number): StoreImage | null {
+    if (!(Number.isInteger(from) && Number.isInteger(to) && 0 <= from && from <= to))
+      throw new MlxcelError('E_CACHE_STATE', `${this.who}.exportPositions: [${from}, ${to}) is not a range of positions`);
+    if (to > this.committed) return null;
+    const slots = new Int32Array(to - from).fill(-1);
+    const pos = this.main.pos;
+    for (let s = 0; s < this.used; s++) {
+      const p = pos[s]!;
+      if (p >= from && p < to) slots[p - from] = s;
+    }
+    for (let i = 0; i < slots.length; i++) if (slots[i]! < 0) return null;
+    return this.main.exportImage(slots);
+  }
+
+  /** First position `restoreRows(…, n)` needs (0 for append-only caches, n − window + 1 for a ring). */
+  restoreStart(n: number): number {
+    return this.restoreFrom(n);
+  }
+
+  /**
+   * Fills this empty cache with the finalized rows of positions [0, n) (exact bits), given as images of
+   * consecutive positions in order — what `exportPositions` gave, possibly of another cache of the same
+   * kind, storage and geometry. Only positions from `restoreStart(n)` on are kept (a ring keeps its
+   * window); the images must cover them without a gap. Afterwards the cache is as if those tokens had
+   * been written one by one: offset n, no cap, nothing held.
+   */
+  restoreRows(images: readonly StoreImage[], n: number): void {
+    const bad = (what: string): never => {
+      throw new MlxcelError('E_CACHE_STATE', `${this.who}.restoreRows: ${what}`);
+    };
+    if (this._offset !== 0 || this._cap !== null) bad(`the cache must be empty and uncapped (it holds ${this._offset} tokens${this._cap !== null ? `, cap ${this._cap}` : ''})`);
+    if (!Number.isInteger(n) || n < 0) bad(`n must be a non-negative integer, got ${n}`);
+    const from = this.restoreFrom(n);
+    const parts: StoreImage[] = [];
+    let next = from;
+    for (const im of images) {
+      if (im.n === 0) continue;
+      const p0 = im.pos[0]!;
+      for (let i = 1; i < im.n; i++) if (im.pos[i] !== p0 + i) bad(`an image holds positions that are not consecutive (${p0}, …, ${im.pos[i]} at slot ${i})`);
+      const lo = Math.max(next, p0), hi = Math.min(n, p0 + im.n);
+      if (hi <= lo) continue;
+      if (lo !== next) bad(`positions ${next}..${lo - 1} are missing from the images`);
+      parts.push(sliceImage(im, lo - p0, hi - p0, this.nKvHeads));
+      next = hi;
+    }
+    if (next !== n) bad(`positions ${next}..${n - 1} are missing from the images`);
+    const regime = this.ropeRegime;
+    this.reset();
+    this.ropeRegime = regime;
+    this.prepareRestore(n - from);
+    let slot = 0;
+    for (const im of parts) {
+      this.main.importImage(range(slot, slot + im.n), im);
+      slot += im.n;
+    }
+    this.used = slot;
+    this._offset = n;
   }
 
   // ---- state ---------------------------------------------------------------------------------

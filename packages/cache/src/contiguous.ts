@@ -33,6 +33,10 @@ abstract class AppendCache extends KvCacheBase {
 
   protected resetKind(): void {}
 
+  protected prepareRestore(rows: number): void {
+    this.main.reserve(Math.ceil(rows / STEP) * STEP);
+  }
+
   protected checkState(s: DetachedCache): void {
     if (s.main.n + s.staging.n !== s.offset)
       throw new MlxcelError('E_CACHE_ADOPT', `${this.who}.adopt: ${s.main.n} + ${s.staging.n} rows do not add up to offset ${s.offset}`);

@@ -103,6 +103,18 @@ export class RotatingCache extends KvCacheBase {
     this.next = 0;
   }
 
+  /** A query at position n or later sees keys from n − window + 1 on: the ring needs nothing older. */
+  protected override restoreFrom(n: number): number {
+    return Math.max(0, n - (this.window - 1));
+  }
+
+  /** The restored rows in slots 0..rows-1, oldest first (temporal order, the ring not yet wrapped). */
+  protected prepareRestore(rows: number): void {
+    this.size = Math.max(16, Math.ceil(rows / 16) * 16);
+    this.next = 0;
+    this.main.reserve(this.size);
+  }
+
   protected checkState(s: DetachedCache): void {
     const bad = (what: string): never => {
       throw new MlxcelError('E_CACHE_ADOPT', `${this.who}.adopt: ${what}`);

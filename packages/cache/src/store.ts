@@ -50,9 +50,7 @@ export class TiledStore {
 
   /** Bytes one slot occupies (all heads, K and V, scales included). */
   get bytesPerSlot(): number {
-    const { nKvHeads: H, headDim: D, vDim: DV, format: f } = this;
-    if (!f.quantized) return (H * (D + DV) * f.kBits) / 8;
-    return H * (D + (DV * f.vBits) / 8 + 8 * (D / f.groupSize + DV / f.groupSize));
+    return slotBytes(this.format, this.nKvHeads, this.headDim, this.vDim);
   }
 
   /** Grows to at least `slots` (rounded up to whole tiles); contents and positions are kept. */
@@ -163,6 +161,40 @@ export class TiledStore {
   clear(from: number, to: number = this._capacity): void {
     this.pos.fill(-1, from, to);
   }
+}
+
+/** Bytes one slot of a store in format `f` occupies: all heads, K and V, scales and biases included. */
+export function slotBytes(f: StoreFormat, nKvHeads: number, headDim: number, vDim: number): number {
+  if (!f.quantized) return (nKvHeads * (headDim + vDim) * f.kBits) / 8;
+  return nKvHeads * (headDim + (vDim * f.vBits) / 8 + 8 * (headDim / f.groupSize + vDim / f.groupSize));
+}
+
+/** Bytes an image holds (codes, scales, biases and positions). */
+export function imageBytes(im: StoreImage): number {
+  const f = (a: Float32Array | undefined) => (a ? a.byteLength : 0);
+  return im.k.byteLength + im.v.byteLength + f(im.kScales) + f(im.kBiases) + f(im.vScales) + f(im.vBiases) + im.pos.byteLength;
+}
+
+/**
+ * Slots [a, b) of an image (head-major: each head's run of slots is cut on its own), a copy. Every
+ * field holds the same whole number of elements per slot and head, so the cut is exact bits.
+ */
+export function sliceImage(im: StoreImage, a: number, b: number, nKvHeads: number): StoreImage {
+  if (!(Number.isInteger(a) && Number.isInteger(b) && 0 <= a && a <= b && b <= im.n))
+    throw new MlxcelError('E_CACHE_STATE', `sliceImage: slots [${a}, ${b}) are not inside an image of ${im.n} slots`);
+  const n = b - a;
+  const cut = <T extends Uint8Array | Float32Array>(x: T): T => {
+    const per = im.n ? x.length / (nKvHeads * im.n) : 0; // elements per slot and head
+    const out = (x instanceof Float32Array ? new Float32Array(nKvHeads * n * per) : new Uint8Array(nKvHeads * n * per)) as T;
+    for (let h = 0; h < nKvHeads && n > 0; h++) out.set(x.subarray((h * im.n + a) * per, (h * im.n + b) * per) as never, h * n * per);
+    return out;
+  };
+  const r: StoreImage = { n, pos: im.pos.slice(a, b), k: cut(im.k), v: cut(im.v) };
+  if (im.kScales) r.kScales = cut(im.kScales);
+  if (im.kBiases) r.kBiases = cut(im.kBiases);
+  if (im.vScales) r.vScales = cut(im.vScales);
+  if (im.vBiases) r.vBiases = cut(im.vBiases);
+  return r;
 }
 
 /** Slots [a, b) as an Int32Array. */

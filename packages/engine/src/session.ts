@@ -107,6 +107,17 @@ export class PromptPrefill {
     return this.done === this.ids.length;
   }
 
+  /**
+   * Takes prompt rows [0, n) as already in the state (restored from the prefix cache); n < ids.length,
+   * so at least the last token is computed and gives the logits.
+   */
+  skip(n: number): void {
+    if (this.done !== 0) throw new MlxcelError('PREFILL_STARTED', `skip(${n}): ${this.done} prompt tokens were already prefilled`);
+    if (!Number.isInteger(n) || n < 0 || n >= this.ids.length)
+      throw new MlxcelError('BAD_OPTION', `skip(${n}): must be an integer in 0..${this.ids.length - 1} (the last prompt token is always computed)`);
+    this.done = n;
+  }
+
   /** Runs the next chunk of at most min(chunk, limit) tokens and returns its logits. */
   next(limit = this.chunk): Float32Array {
     const start = this.done, end = chunkEnd(start, Math.min(this.chunk, limit), this.ids.length, this.opts.spans);

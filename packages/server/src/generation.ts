@@ -39,6 +39,8 @@ const finishOf = (s: ChoiceStats): FinishReason => (s.finishReason === 'length' 
 
 export interface Counts {
   promptTokens: number;
+  /** Prompt tokens restored from the prefix cache (usage.prompt_tokens_details.cached_tokens). */
+  cachedTokens: number;
   completionTokens: number;
   /** Arrival to the first generated token (absent before it). */
   ttftMs?: number;
@@ -53,6 +55,8 @@ export class GenerationRun {
   private readonly choices: Choice[] = [];
   private readonly byIndex = new Map<number, Choice>();
   private readonly promptTokens: number;
+  /** Per prompt: tokens its first choice restored from the prefix cache (its choices share the prompt). */
+  private readonly cachedByPrompt = new Map<number, number>();
   private readonly wantLogprobs: boolean;
   private readonly cancels: (() => void)[] = [];
   private left: number;
@@ -90,7 +94,10 @@ export class GenerationRun {
     jobs.forEach((job, p) => {
       this.cancels.push(engine.submit({ ids: job.ids, n: req.n, firstIndex: p * req.n, options: job.options, logprobs: req.logprobs }, {
         tokens: (i, items) => this.onTokens(this.byIndex.get(i)!, items),
-        end: (i, s) => this.endChoice(this.byIndex.get(i)!, finishOf(s)),
+        end: (i, s) => {
+          if (i % req.n === 0) this.cachedByPrompt.set(i / req.n, s.cachedTokens);
+          this.endChoice(this.byIndex.get(i)!, finishOf(s));
+        },
         error: (i, e: EngineError) => {
           this.failure ??= fromEngineError(e, kind === 'chat' ? 'messages' : 'prompt');
           this.cancel();
@@ -102,7 +109,9 @@ export class GenerationRun {
   }
 
   get counts(): Counts {
-    return { promptTokens: this.promptTokens, completionTokens: this.choices.reduce((s, c) => s + c.generated, 0), ttftMs: this.ttftMs };
+    let cached = 0;
+    for (const n of this.cachedByPrompt.values()) cached += n;
+    return { promptTokens: this.promptTokens, cachedTokens: cached, completionTokens: this.choices.reduce((s, c) => s + c.generated, 0), ttftMs: this.ttftMs };
   }
 
   /** Stops generating (client gone): choices end as cut short. */
@@ -164,7 +173,8 @@ export class GenerationRun {
     if (this.ended) return;
     this.ended = true;
     const { env, kind, req, choices } = this;
-    const usage = usageOf(this.promptTokens, this.counts.completionTokens);
+    const { completionTokens, cachedTokens } = this.counts;
+    const usage = usageOf(this.promptTokens, completionTokens, cachedTokens);
     if (this.stream) {
       if (this.endReason) this.write({ error: { message: this.endReason.message, type: 'server_error', param: null, code: this.endReason.code } });
       else if (this.failure) this.write(this.failure.body());

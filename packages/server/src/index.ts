@@ -44,6 +44,10 @@ export interface ServerOptions {
   chatTemplateFile?: string;
   /** KV cache storage ('f32', 'f16', 'bf16', 'q8', 'k8v4' where the model supports it). */
   kvCache?: string;
+  /** KV memory budget in MiB for the running sequences and the prefix cache. Default: half the available memory. */
+  kvBudgetMiB?: number;
+  /** Reuse the KV of prompt prefixes across requests (a shared system prompt is prefilled once). Default true. */
+  prefixCache?: boolean;
   /** Download progress while the model is fetched. */
   onProgress?: (p: DownloadProgress) => void;
 }
@@ -67,7 +71,13 @@ const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.
 
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const maxBatch = opts.maxBatch ?? 8;
-  const engine = new EngineClient({ model: opts.model, maxBatch, chatTemplateFile: opts.chatTemplateFile, kvCache: opts.kvCache }, opts.onProgress);
+  const budget = opts.kvBudgetMiB;
+  if (budget !== undefined && !(typeof budget === 'number' && Number.isFinite(budget) && budget > 0))
+    throw new RangeError(`kvBudgetMiB must be a positive number of MiB, got ${String(budget)}`);
+  const engine = new EngineClient({
+    model: opts.model, maxBatch, chatTemplateFile: opts.chatTemplateFile, kvCache: opts.kvCache,
+    kvBudgetBytes: budget === undefined ? undefined : Math.floor(budget * 1024 * 1024), prefixCache: opts.prefixCache ?? true,
+  }, opts.onProgress);
   const fallbackName = defaultModelName(opts.model);
   const name = opts.modelName ?? fallbackName;
   const aliases = [...new Set([...(opts.aliases ?? []), fallbackName])].filter((a) => a !== name);

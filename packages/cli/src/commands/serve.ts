@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { ensureDemoModel } from '@mlxcel/engine';
 import { startServer, type DownloadProgress } from '@mlxcel/server';
 import { UsageError } from '../errors.js';
-import { int, num } from '../parse.js';
+import { int, mebibytes, num } from '../parse.js';
 import { info, Progress, yellow } from '../ui/output.js';
 import { addMatmulFlag, applyMatmulPrecision } from '../matmul-precision.js';
 
@@ -29,6 +29,8 @@ export function registerServe(program: Command): void {
     .option('--no-webui', 'do not serve the chat web page on GET /')
     .option('--chat-template <file>', 'use this Jinja chat template instead of the model\'s')
     .option('--kv-cache <kind>', 'KV cache storage: f32, f16, bf16, q8, k8v4 (where the model supports it)')
+    .option('--kv-budget <MiB>', 'KV memory for the running sequences and the prefix cache together; a request waits until its KV need (prompt + max_tokens) fits (default: half the available memory)', mebibytes('--kv-budget'))
+    .option('--no-prefix-cache', 'do not reuse the KV of prompt prefixes across requests (by default a prompt that starts like an earlier one prefills only the rest)')
     .option('--max-body-bytes <n>', 'largest request body', int('--max-body-bytes', 1024), 16 * 1024 * 1024);
   addMatmulFlag(cmd, 'fast')
     .action(async (o: Record<string, unknown>) => {
@@ -60,6 +62,8 @@ export function registerServe(program: Command): void {
         webui: o.webui !== false,
         chatTemplateFile: o.chatTemplate as string | undefined,
         kvCache: o.kvCache as string | undefined,
+        kvBudgetMiB: o.kvBudget as number | undefined,
+        prefixCache: o.prefixCache !== false,
         onProgress: (p: DownloadProgress) => {
           let bar = bars.get(p.file);
           if (!bar) bars.set(p.file, (bar = new Progress(`downloading ${p.file}`)));

@@ -30,7 +30,7 @@ try {
   post({ type: 'fatal', ...errorFields(e) });
   process.exit(1);
 }
-const scheduler = new BatchScheduler(loaded, { maxBatch: init.maxBatch });
+const scheduler = new BatchScheduler(loaded, { maxBatch: init.maxBatch, kvBudgetBytes: init.kvBudgetBytes, prefixCache: init.prefixCache ?? true });
 const tokenizer = loaded.tokenizer;
 const encoder = new TextEncoder();
 
@@ -62,8 +62,11 @@ function reportLoad(): void {
 }
 setInterval(reportLoad, 200).unref();
 
-/** Generates one choice from `state` (which already holds ids[0, start)), feeding ids[start..]. */
-async function runChoice(req: SubmitRequest, choice: number, state: State, start: number, signal: AbortSignal): Promise<void> {
+/**
+ * Generates one choice from `state` (which already holds ids[0, start)), feeding ids[start..].
+ * `cachedBefore`: prompt tokens of ids[0, start) that came from the prefix cache.
+ */
+async function runChoice(req: SubmitRequest, choice: number, state: State, start: number, signal: AbortSignal, cachedBefore = 0): Promise<void> {
   const index = req.firstIndex + choice;
   try {
     // n > 1 with a seed: each choice gets its own stream (seed + index), so choices differ but the
@@ -82,7 +85,7 @@ async function runChoice(req: SubmitRequest, choice: number, state: State, start
       post({ type: 'tokens', id: req.id, index, items: [item] });
     }
     const s = await gen.stats;
-    post({ type: 'end', id: req.id, index, stats: { promptTokens: req.ids.length, generatedTokens: s.generatedTokens, finishReason: s.finishReason, timeToFirstTokenMs: s.timeToFirstTokenMs } });
+    post({ type: 'end', id: req.id, index, stats: { promptTokens: req.ids.length, cachedTokens: cachedBefore + s.cachedTokens, generatedTokens: s.generatedTokens, finishReason: s.finishReason, timeToFirstTokenMs: s.timeToFirstTokenMs } });
   } catch (e) {
     post({ type: 'error', id: req.id, index, ...errorFields(e) });
   }
@@ -118,8 +121,10 @@ async function run(req: SubmitRequest): Promise<void> {
     // (maxTokens 0: prefill only), then each choice continues a fork of it from the last token.
     const last = req.ids.length - 1;
     const prefill = scheduler.submit(req.ids.subarray(0, last), { state: base, signal: abort.signal, noChatTemplate: true, maxTokens: 0 });
+    let cached = 0;
     try {
       for await (const _ of prefill);
+      cached = (await prefill.stats).cachedTokens;
     } catch (e) {
       for (let c = 0; c < req.n; c++) post({ type: 'error', id: req.id, index: req.firstIndex + c, ...errorFields(e) });
       return;
@@ -130,7 +135,7 @@ async function run(req: SubmitRequest): Promise<void> {
       states.push(s);
       return s;
     });
-    await Promise.all(forks.map((s, c) => runChoice(req, c, s, last, abort.signal)));
+    await Promise.all(forks.map((s, c) => runChoice(req, c, s, last, abort.signal, cached)));
   } finally {
     running.delete(req.id);
     reportLoad();

@@ -18,6 +18,10 @@ export interface EngineWorkerInit {
   maxBatch: number;
   chatTemplateFile?: string;
   kvCache?: string;
+  /** KV memory budget of the scheduler in bytes (default: the engine's, from available memory). */
+  kvBudgetBytes?: number;
+  /** Prefix reuse across requests (default true). */
+  prefixCache?: boolean;
 }
 
 /** What the tokenizer worker is started with (workerData): the resolved model folder. */
@@ -100,6 +104,8 @@ export interface TokenOut {
 
 export interface ChoiceStats {
   promptTokens: number;
+  /** Prompt tokens restored from the prefix cache instead of prefilled. */
+  cachedTokens: number;
   generatedTokens: number;
   finishReason: 'eos' | 'stop' | 'length' | 'abort';
   timeToFirstTokenMs: number;
