@@ -33,8 +33,10 @@ abstract class AppendCache extends KvCacheBase {
 
   protected resetKind(): void {}
 
-  protected prepareRestore(rows: number): void {
-    this.main.reserve(Math.ceil(rows / STEP) * STEP);
+  protected prepareRestore(first: number, n: number): (p: number) => number {
+    this.main.reserve(Math.ceil(n / STEP) * STEP);
+    this.used = n - first; // first is 0: every position from 0
+    return (p) => p;
   }
 
   protected checkState(s: DetachedCache): void {

@@ -30,8 +30,8 @@
  */
 import { createHash } from 'node:crypto';
 import { MlxcelError } from '@mlxcel/tensor';
-import { KvCacheBase } from './base.js';
-import { RotatingCache } from './rotating.js';
+import { KvCacheBase, type RestoreOptions } from './base.js';
+import { ringRestoreStart, RotatingCache } from './rotating.js';
 import { sourceOf } from './state.js';
 import { imageBytes, type StoreImage } from './store.js';
 import type { LayerCache } from './types.js';
@@ -132,9 +132,9 @@ export interface PrefixPoolStats {
   bytes: number;
   pinnedBytes: number;
   budgetBytes: number;
-  /** Lookups that restored at least one token / lookups. */
-  hits: number;
   lookups: number;
+  /** Restores of at least one token. */
+  restores: number;
   /** Tokens restored in all. */
   restoredTokens: number;
   evictedBlocks: number;
@@ -153,7 +153,7 @@ export class PrefixPool {
   private clock = 0;
   private nextId = 1;
   private _bytes = 0;
-  private counters = { hits: 0, lookups: 0, restoredTokens: 0, evictedBlocks: 0, refusedBlocks: 0 };
+  private counters = { lookups: 0, restores: 0, restoredTokens: 0, evictedBlocks: 0, refusedBlocks: 0 };
 
   constructor(opts: PrefixPoolOptions) {
     const b = opts.blockSize ?? 64;
@@ -183,9 +183,10 @@ export class PrefixPool {
 
   /**
    * The longest stored prefix of `ids[0, limit)` in namespace `ns` whose rows every layer of `layout`
-   * can be restored from (see the file comment for the layer gates).
+   * can be restored from (see the file comment for the layer gates), its length a multiple of `align`.
    */
-  lookup(ns: string, ids: Int32Array, limit: number, layout: readonly LayerLayout[]): PrefixHit {
+  lookup(ns: string, ids: Int32Array, limit: number, layout: readonly LayerLayout[], align = 1): PrefixHit {
+    if (!Number.isInteger(align) || align < 1) fail(`lookup: align must be a positive integer, got ${String(align)}`);
     this.counters.lookups++;
     const none = (matched = 0, why: string | null = null): PrefixHit => ({ ns, tokens: 0, matched, limitedBy: why, blocks: [] });
     const root = this.roots.get(ns);
@@ -218,19 +219,20 @@ export class PrefixPool {
     }
     if (best) blocks.push(best);
     const matched = covered + bestLen;
-    const { tokens, why } = gate(blocks, matched, layout);
+    const { tokens, why } = gate(blocks, matched, layout, align);
     const used = blocks.filter((b) => b.start < tokens);
     if (tokens === 0) return none(matched, why);
-    this.counters.hits++;
     this.touch(used);
     return { ns, tokens, matched, limitedBy: why, blocks: used };
   }
 
   /**
-   * Copies the hit's rows into a sequence's fresh caches (exact bits; rings get their window only;
-   * KV-shared layers follow their owner). The caches must have the layout the hit was looked up with.
+   * Copies the hit's rows into a sequence's fresh caches (exact bits; KV-shared layers follow their
+   * owner). A ring gets what a fresh ring of this prompt would hold where the blocks have it (then it
+   * is that ring, slot for slot: `opts.firstChunk` sizes it), else its window. The caches must have
+   * the layout the hit was looked up with.
    */
-  restore(hit: PrefixHit, caches: readonly LayerCache[]): void {
+  restore(hit: PrefixHit, caches: readonly LayerCache[], opts: RestoreOptions = {}): void {
     if (hit.tokens === 0) return;
     const root = this.roots.get(hit.ns);
     if (!root) fail('restore: the hit\'s namespace is no longer in the pool (restore right after lookup)');
@@ -239,16 +241,18 @@ export class PrefixPool {
     caches.forEach((c, l) => {
       if (c.kind === 'shared') return;
       const cache = c as KvCacheBase;
-      const from = cache.restoreStart(n);
+      const { from, need } = cache.restoreRange(n, opts);
       const images: StoreImage[] = [];
       for (const b of hit.blocks) {
         if (b.start + b.tokens.length <= from || b.start >= n) continue;
         const im = b.layers[l];
-        if (!im) fail(`restore: layer ${l} has no rows for positions ${b.start}..${b.start + b.tokens.length - 1} (block ${b.id} was evicted or changed since the lookup)`);
-        images.push(im);
+        if (im) images.push(im);
+        else if (b.start + b.tokens.length > need)
+          fail(`restore: layer ${l} has no rows for positions ${b.start}..${b.start + b.tokens.length - 1} (block ${b.id} changed since the lookup)`);
       }
-      cache.restoreRows(images, n);
+      cache.restoreRows(images, n, opts);
     });
+    this.counters.restores++;
     this.counters.restoredTokens += n;
   }
 
@@ -468,21 +472,23 @@ function checkLayout(want: readonly LayerLayout[], got: readonly LayerLayout[]):
 }
 
 /**
- * The layer gates: the longest n ≤ matched such that every owning layer has the rows it needs to be
- * restored at offset n — append-only layers all of 0..n-1, rings n − window + 1 .. n − 1.
+ * The layer gates: the longest n ≤ matched, a multiple of `align`, such that every owning layer has the
+ * rows it needs to be restored at offset n — append-only layers all of 0..n-1, rings their window
+ * (from `ringRestoreStart`).
  */
-function gate(blocks: readonly PrefixBlock[], matched: number, layout: readonly LayerLayout[]): { tokens: number; why: string | null } {
-  let n = matched;
+function gate(blocks: readonly PrefixBlock[], matched: number, layout: readonly LayerLayout[], align: number): { tokens: number; why: string | null } {
+  const down = (x: number) => Math.floor(x / align) * align;
+  let n = down(matched);
   let why: string | null = null;
   for (let changed = true; changed && n > 0; ) {
     changed = false;
     for (let l = 0; l < layout.length && !changed; l++) {
       const x = layout[l]!;
       if (x.source !== l) continue; // KV-shared: follows its owner
-      const from = x.window ? Math.max(0, n - (x.window - 1)) : 0;
+      const from = x.window ? ringRestoreStart(n, x.window) : 0;
       for (const b of blocks) {
         if (b.start >= n || b.start + b.tokens.length <= from || b.layers[l]) continue;
-        const cut = b.start;
+        const cut = down(b.start);
         why = x.window
           ? `${describeLayer(l, x)} needs positions ${from}..${n - 1} to continue at ${n}, but its ring had already moved past ` +
             `${b.start}..${b.start + b.tokens.length - 1} when that block was stored; reuse stops at ${cut}`

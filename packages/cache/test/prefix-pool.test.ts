@@ -256,7 +256,7 @@ describe('prefix pool: layer-kind gates', () => {
     return [full, ring, new SharedCache(ring), new SharedCache(full)];
   };
 
-  it('a ring restores only its window; KV-shared layers store nothing and follow their owner', () => {
+  it('a restored ring is the ring a fresh sequence would have; KV-shared layers store nothing and follow their owner', () => {
     const pool = new PrefixPool({ blockSize: 64, budgetBytes: BIG });
     const ns = nsOf(mixed);
     const system = ids(500, 16);
@@ -267,14 +267,20 @@ describe('prefix pool: layer-kind gates', () => {
     const { caches, hit } = prefillAndPublish(pool, ns, mixed, b, 4);
     expect(hit.tokens).toBe(500);
     expect(caches.map((c) => c.offset)).toEqual([505, 505, 505, 505]);
-    // The ring was restored with W − 1 rows, not 500.
     const fresh = mixed();
     feed(fresh, b, 0, b.length, 4);
     const got = attendAll(caches, b.length - 1), want = attendAll(fresh, b.length - 1);
     got.forEach((o, l) => expect(relErr(o, want[l]!), `layer ${l}`).toBeLessThan(1e-6));
+    // Where the blocks hold them, the ring gets every position a fresh ring (256 slots here) would still
+    // hold, 244..499, position p in slot p mod 256: its tiles, split-K and later writes are a fresh ring's.
     const restoredRing = mixed();
     pool.restore(hit, restoredRing);
-    expect(Array.from(restoredRing[1]!.slotPositions()).filter((p) => p >= 0)).toEqual(Array.from({ length: W - 1 }, (_, i) => 500 - (W - 1) + i));
+    const slots = restoredRing[1]!.slotPositions();
+    expect(slots.length).toBe(256);
+    for (let p = 244; p < 500; p++) expect(slots[p % 256]).toBe(p);
+    const freshAt500 = mixed();
+    feed(freshAt500, system, 0, 500, 4);
+    expect(bitsEqual(attendAll(restoredRing, 499)[1]!, attendAll(freshAt500, 499)[1]!)).toBe(true);
   });
 
   it('where a ring had moved past a prefix\'s window when it was stored, reuse stops before it and says which layer and why', () => {
@@ -285,7 +291,16 @@ describe('prefix pool: layer-kind gates', () => {
     prefillAndPublish(pool, ns, mixed, a, 4, false);
     const layout = layerLayout(mixed());
     // A prefix ending at 500 needs ring rows 493..499: held (block 448..511 was still in the ring).
-    expect(pool.lookup(ns, withPrefix(a.subarray(0, 500), Int32Array.of(1)), 500, layout).tokens).toBe(500);
+    const at500 = pool.lookup(ns, withPrefix(a.subarray(0, 500), Int32Array.of(1)), 500, layout);
+    expect(at500.tokens).toBe(500);
+    // The blocks hold ring rows from 384 on only: the ring gets those, oldest in slot 0 (not a fresh
+    // ring's layout, but the same keys: the attention agrees to rounding).
+    const windowOnly = mixed();
+    pool.restore(at500, windowOnly);
+    expect(Array.from(windowOnly[1]!.slotPositions())).toEqual(Array.from({ length: 116 }, (_, i) => 384 + i));
+    const fresh = mixed();
+    feed(fresh, a, 0, 500, 4);
+    attendAll(windowOnly, 499).forEach((o, l) => expect(relErr(o, attendAll(fresh, 499)[l]!), `layer ${l}`).toBeLessThan(1e-6));
     // One ending at 200 needs 193..199, which the ring had overwritten: the gate walks back to 0.
     const hit = pool.lookup(ns, withPrefix(a.subarray(0, 200), Int32Array.of(1)), 200, layout);
     expect(hit.matched).toBe(200);
