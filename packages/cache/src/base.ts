@@ -279,8 +279,13 @@ export abstract class KvCacheBase implements LayerCache {
     return s;
   }
 
-  /** Back to a fresh, empty cache (storage format and geometry kept; the regime is forgotten). */
+  /**
+   * Back to a fresh, empty cache (storage format and geometry kept; the regime is forgotten). Its
+   * storage buffers go back to the KV buffer recycler: views from `segments()` must not outlive it.
+   */
   reset(): void {
+    this.main.release();
+    this.staging.release();
     this.main = new TiledStore(this.nKvHeads, this.headDim, this.vDim, this.format);
     this.staging = new TiledStore(this.nKvHeads, this.headDim, this.vDim, STAGING_FORMAT);
     this.used = 0;

@@ -73,6 +73,7 @@ export class RotatingCache extends KvCacheBase {
     const store = new TiledStore(this.nKvHeads, this.headDim, this.vDim, this.format);
     store.reserve(size);
     store.importImage(range(0, im.n), im);
+    this.main.release();
     this.main = store;
     this.size = size;
     this.used = im.n;
@@ -103,6 +104,7 @@ export class RotatingCache extends KvCacheBase {
     const store = new TiledStore(this.nKvHeads, this.headDim, this.vDim, this.format);
     store.reserve(this.size);
     store.importImage(range(0, im.n), im);
+    this.main.release();
     this.main = store;
     this.used = im.n;
     this.next = 0;

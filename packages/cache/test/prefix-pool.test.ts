@@ -9,7 +9,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
-  ContiguousCache, layerLayout, prefixNamespace, PrefixPool, QuantizedCache, RotatingCache, SharedCache,
+  ContiguousCache, KvBufferRecycler, kvBuffers, layerLayout, prefixNamespace, PrefixPool, QuantizedCache, RotatingCache, SharedCache,
   type KvStorage, type LayerCache,
 } from '../src/index.js';
 import { bitsEqual, randArray, relErr } from './helpers.js';
@@ -309,5 +309,48 @@ describe('prefix pool: layer-kind gates', () => {
     // A later sequence whose ring does hold those rows fills them in; then the same lookup succeeds.
     prefillAndPublish(pool, ns, mixed, withPrefix(a.subarray(0, 200), ids(10, 20)), 4, true);
     expect(pool.lookup(ns, withPrefix(a.subarray(0, 200), Int32Array.of(1)), 200, layout).tokens).toBe(200);
+  });
+});
+
+describe('KV buffer recycler', () => {
+  it('keeps the buffers of reset caches for new stores of the same size, zeroed, up to its limit', () => {
+    const r = new KvBufferRecycler(8 << 20);
+    const a = r.u8(2 << 20);
+    a.fill(7);
+    r.give(a);
+    r.give(a); // twice: kept once
+    expect(r.heldBytes).toBe(2 << 20);
+    const b = r.u8(2 << 20);
+    expect(b).toBe(a);
+    expect(b.every((x) => x === 0)).toBe(true);
+    r.give(new Uint8Array(1000)); // small: left to the garbage collector
+    r.give(new Float32Array(3 << 20)); // 12 MiB: over the limit
+    expect(r.heldBytes).toBe(0);
+    r.give(b);
+    r.setLimit(0);
+    expect(r.heldBytes).toBe(0);
+    expect(() => r.setLimit(-1)).toThrow(/limit must be a finite number >= 0/);
+  });
+
+  it('a reset cache gives its storage back to the process recycler, and a new cache of that size reuses it', () => {
+    const before = kvBuffers.limitBytes;
+    kvBuffers.setLimit(1 << 30);
+    try {
+      const k = randArray(300 * 8 * 128, 1), v = randArray(300 * 8 * 128, 2), q = randArray(32 * 128, 3);
+      const attend = (c: LayerCache) => c.attend(q, 1, 32, Int32Array.of(299), { scale: 0.1 });
+      const c = new ContiguousCache(8, 128);
+      c.update(k, v, 300); // 512 slots: 2 MiB each for K and V
+      const want = attend(c);
+      const held = kvBuffers.heldBytes;
+      c.reset();
+      expect(kvBuffers.heldBytes).toBe(held + 2 * (2 << 20));
+      const d = new ContiguousCache(8, 128);
+      d.update(k, v, 300);
+      expect(kvBuffers.heldBytes).toBeLessThan(held + 2 * (2 << 20)); // it took them
+      expect(bitsEqual(attend(d), want)).toBe(true);
+      expect(c.offset).toBe(0);
+    } finally {
+      kvBuffers.setLimit(before);
+    }
   });
 });

@@ -17,12 +17,12 @@
  *   for await (const t of scheduler.submit('Hi', { maxTokens: 64 })) process.stdout.write(t.text);
  */
 import { freemem } from 'node:os';
-import { kvBytesFor, type PrefixPoolStats, type PrefixTrack } from '@mlxcel/cache';
+import { kvBuffers, kvBytesFor, type PrefixPoolStats, type PrefixTrack } from '@mlxcel/cache';
 import { asPrefixReusable } from '@mlxcel/models-core';
 import { MlxcelError } from './errors.js';
 import type { LoadedModel } from './load.js';
-import { DEFAULT_PREFIX_BLOCK, PrefixCache } from './prefix.js';
-import { openSession, prefillChunkFor, yieldToLoop, type Session } from './session.js';
+import { DEFAULT_PREFIX_BLOCK, DEFAULT_PREFIX_CHUNK, PrefixCache, prefixIneligible, releaseKv } from './prefix.js';
+import { openSession, PromptPrefill, yieldToLoop, type Session } from './session.js';
 import type { GenerateOptions, GeneratedToken, GenerationStats, PromptInput } from './types.js';
 
 const MiB = 1024 * 1024;
@@ -44,8 +44,12 @@ export interface SchedulerOptions {
    * with KV_BUDGET. Default `defaultKvBudgetBytes()` (half the available memory).
    */
   kvBudgetBytes?: number;
-  /** Prefix reuse across requests (default true); `{ blockSize }` sets the tokens per block (default 64). */
-  prefixCache?: boolean | { blockSize?: number };
+  /**
+   * Prefix reuse across requests (default true). `{ blockSize, chunk }`: tokens per block (default 64)
+   * and the prefill chunk of the requests that take part, which is also the granularity of a restore
+   * (default 64; see prefix.ts for why reuse needs one grid).
+   */
+  prefixCache?: boolean | { blockSize?: number; chunk?: number };
   /**
    * Prefill chunk (tokens) while other sequences are decoding, so they get a step between chunks
    * instead of waiting out a whole 2048-token chunk. Alone, a prompt goes in with its normal chunk.
@@ -181,12 +185,20 @@ export class BatchScheduler {
     const blockSize = typeof pc === 'object' ? pc.blockSize ?? DEFAULT_PREFIX_BLOCK : DEFAULT_PREFIX_BLOCK;
     if (pc !== false && (!Number.isInteger(blockSize) || blockSize < 1 || blockSize > 4096))
       throw new MlxcelError('BAD_OPTION', `prefixCache.blockSize must be an integer in 1..4096, got ${String(blockSize)}`);
-    this.prefixCache = pc === false ? null : new PrefixCache(loaded, this.kvBudgetBytes, blockSize);
+    const chunk = typeof pc === 'object' ? pc.chunk ?? DEFAULT_PREFIX_CHUNK : DEFAULT_PREFIX_CHUNK;
+    this.prefixCache = pc === false ? null : new PrefixCache(loaded, this.kvBudgetBytes, blockSize, chunk);
+    // Finished sequences' KV buffers are kept for the next ones (up to half the budget): see KvBufferRecycler.
+    kvBuffers.setLimit(Math.max(kvBuffers.limitBytes, Math.floor(this.kvBudgetBytes / 2)));
   }
 
-  /** Sequences admitted now (prefilling or decoding) and waiting, and the KV bytes reserved for the admitted ones. */
-  get load(): { active: number; waiting: number; reservedKvBytes: number } {
-    return { active: this.active.length, waiting: this.pending.length, reservedKvBytes: this.reserved };
+  /** Sequences admitted now (prefilling or decoding) and waiting. */
+  get load(): { active: number; waiting: number } {
+    return { active: this.active.length, waiting: this.pending.length };
+  }
+
+  /** KV bytes reserved for the admitted sequences (what admission weighs against `kvBudgetBytes`). */
+  get reservedKvBytes(): number {
+    return this.reserved;
   }
 
   /** The prefix cache's counters (null when disabled). */
@@ -232,8 +244,8 @@ export class BatchScheduler {
       const p = this.pending[0]!;
       try {
         if (!p.session) {
-          p.session = openSession(this.loaded, p.prompt, p.opts);
-          p.need = this.kvNeed(p.session, p.opts);
+          p.session = this.open(p);
+          p.need = this.kvNeed(p.session);
           if (p.need > this.kvBudgetBytes)
             throw new MlxcelError(
               'KV_BUDGET',
@@ -257,17 +269,29 @@ export class BatchScheduler {
     }
   }
 
+  /**
+   * The request's session; one that can take part in prefix reuse is prefilled on the prefix cache's
+   * grid (its chunk size), so that later requests can continue from its rows exactly.
+   */
+  private open(p: Pending): Session {
+    const s = openSession(this.loaded, p.prompt, p.opts);
+    if (!this.prefixCache || prefixIneligible(s.state, p.opts) !== null) return s;
+    const chunk = this.prefixCache.chunk;
+    return { ...s, prefill: new PromptPrefill(this.loaded.model, s.state, s.ids, { chunk, overrides: p.opts.embeddingOverrides, spans: p.opts.atomicSpans }) };
+  }
+
   /** KV bytes a session will hold at its end: its state's caches at prompt + token budget (0 for states that do not say). */
-  private kvNeed(s: Session, opts: GenerateOptions): number {
+  private kvNeed(s: Session): number {
     const st = asPrefixReusable(s.state);
     if (!st) return 0;
     const model = this.loaded.model;
     const tokens = Math.min(model.maxContext, s.state.offset + s.ids.length + s.emitter.maxTokens);
-    return kvBytesFor(st.caches, tokens, prefillChunkFor(model, opts) || s.ids.length);
+    return kvBytesFor(st.caches, tokens, s.prefill.chunk);
   }
 
-  /** Gives back what an ended request held: its reservation and its prefix pins. */
+  /** Gives back what an ended request held: its reservation, its prefix pins, and its KV memory when the state is the scheduler's own. */
   private release(a: Active): void {
+    if (a.opts.state === undefined) releaseKv(a.state);
     a.pinned?.release();
     a.track?.release();
     a.pinned = null;

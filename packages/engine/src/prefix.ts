@@ -4,31 +4,35 @@
  * prefilled (a shared system prompt) gets those rows copied into its fresh state and prefills only the
  * rest — always at least its last token, whose logits it samples from.
  *
+ * Exactness by construction: requests that take part are prefilled on one grid of `chunk`-token
+ * chunks (default 64), and a prefix is restored only up to a multiple of it. The restored rows are
+ * the bits a prefill of the same tokens on that grid writes, restored rings get a fresh ring's size
+ * and slots, and the rest of the prompt then runs exactly the chunks a fresh prefill runs after that
+ * point — the same native calls on the same inputs — so the logits are identical to a fresh prefill's.
+ * (Restoring at any other point would leave a suffix computed in calls of other shapes: the GEMM row
+ * tiling, the GEMV path for ≤ 4 rows and attention's split-K all depend on a call's rows, which moves
+ * the logits by float rounding, up to ~1e-4 on the tiny random fixtures.)
+ *
  * The namespace of a prompt's chain: the model (folder and config hash), every layer's cache layout
  * (kind, KV storage kind, geometry, window, KV sharing) and the RoPE regime its keys are rotated with
  * at the prompt's length (Phi LongRoPE switches tables past original_max_position_embeddings).
  */
-import { configHash, layerLayout, prefixNamespace, PrefixPool, type PrefixHit, type PrefixTrack } from '@mlxcel/cache';
+import { configHash, KvCacheBase, layerLayout, prefixNamespace, PrefixPool, type PrefixHit, type PrefixTrack } from '@mlxcel/cache';
 import { asPrefixReusable, type PrefixReusableState } from '@mlxcel/models-core';
 import type { SequenceState } from '@mlxcel/tensor';
 import type { LoadedModel } from './load.js';
-import { prefillChunkFor } from './session.js';
+import { MlxcelError } from './errors.js';
 import type { GenerateOptions } from './types.js';
 
 /** Default tokens per block: small enough to share most of a prompt, large enough to hash little. */
 export const DEFAULT_PREFIX_BLOCK = 64;
 
 /**
- * Restored prefixes end on a multiple of this many rows, and leave at least MIN_SUFFIX rows to compute.
- * Why: the prefill GEMMs tile rows (up to 32 per tile: two AVX-512 vectors) and send M ≤ 4 to the GEMV
- * kernel, so a row's arithmetic depends on where its tile starts and on the chunk's size. A suffix that
- * starts on a 32-row boundary and has more than 4 rows is computed row for row as in a fresh prefill
- * of the whole prompt, so the logits after reuse equal a fresh prefill's (on the fixtures: identical,
- * or within 1e-6 where a restored ring tiles its window differently); an unaligned or tiny suffix
- * would differ by up to ~1e-4 (what chunking alone costs).
+ * Default prefill chunk of the requests that take part, and the granularity of a restore. Small enough
+ * that a second request recomputes little of a shared prefix (under 64 tokens of it), large enough for
+ * the prefill GEMMs to run near their full rate (from ~64 rows: two 32-row tiles).
  */
-export const PREFIX_ROW_ALIGN = 32;
-export const MIN_SUFFIX = 5;
+export const DEFAULT_PREFIX_CHUNK = 64;
 
 /** Why a request cannot take part in prefix reuse, or null when it can. */
 export function prefixIneligible(state: SequenceState, opts: GenerateOptions): string | null {
@@ -36,7 +40,18 @@ export function prefixIneligible(state: SequenceState, opts: GenerateOptions): s
   if (state.offset > 0) return 'the request continues a sequence state that already holds tokens';
   if (opts.embeddingOverrides || opts.atomicSpans?.length)
     return 'the prompt carries image or audio soft tokens, whose rows depend on the media and not on the token ids';
+  if (opts.prefillChunk !== undefined)
+    return 'the request sets its own prefillChunk (reuse needs the prefix cache\'s prefill grid to stay exact)';
   return null;
+}
+
+/**
+ * Gives a finished sequence's KV storage to @mlxcel/cache's buffer recycler, so the next sequence's
+ * caches (and restores) reuse memory already mapped instead of faulting in fresh pages. The state must
+ * not be used again.
+ */
+export function releaseKv(state: SequenceState): void {
+  for (const c of asPrefixReusable(state)?.caches ?? []) if (c instanceof KvCacheBase) c.reset();
 }
 
 /** What a request got from the prefix cache. */
@@ -53,7 +68,9 @@ export class PrefixCache {
   readonly pool: PrefixPool;
   private readonly model: string;
 
-  constructor(private readonly loaded: LoadedModel, budgetBytes: number, blockSize = DEFAULT_PREFIX_BLOCK) {
+  /** `chunk`: the prefill grid of the requests that take part (a multiple of the block size is sensible, not required). */
+  constructor(private readonly loaded: LoadedModel, budgetBytes: number, blockSize = DEFAULT_PREFIX_BLOCK, readonly chunk = DEFAULT_PREFIX_CHUNK) {
+    if (!Number.isInteger(chunk) || chunk < 1) throw new MlxcelError('BAD_OPTION', `prefixCache.chunk must be a positive integer, got ${String(chunk)}`);
     this.pool = new PrefixPool({ budgetBytes, blockSize });
     this.model = `${loaded.dir}|${configHash(loaded.model.config)}`;
   }
@@ -63,8 +80,9 @@ export class PrefixCache {
     return { layout, ns: prefixNamespace({ model: this.model, layout, ropeRegime: state.keyRegime(promptLength) }) };
   }
 
+  /** The longest stored prefix that ends on the prefill grid and leaves the last token to compute. */
   private lookup(ns: string, ids: Int32Array, layout: ReturnType<typeof layerLayout>): PrefixHit {
-    return this.pool.lookup(ns, ids, ids.length - MIN_SUFFIX, layout, PREFIX_ROW_ALIGN);
+    return this.pool.lookup(ns, ids, ids.length - 1, layout, this.chunk);
   }
 
   /** Looks the prompt up and pins what it found (at admission, so that the budget given to the new sequence cannot evict it). */
@@ -76,8 +94,8 @@ export class PrefixCache {
   }
 
   /**
-   * Restores the longest stored prefix of `ids` (a multiple of PREFIX_ROW_ALIGN, leaving at least
-   * MIN_SUFFIX tokens to prefill) into the fresh `state`
+   * Restores the longest stored prefix of `ids` (a multiple of `chunk`, leaving at least the last
+   * token to prefill) into the fresh `state`, which must then be prefilled in chunks of `chunk`,
    * and returns the track its prefill publishes with (`pinned`, from `pin`, is released).
    */
   begin(state: SequenceState, ids: Int32Array, opts: GenerateOptions, pinned: PrefixTrack | null = null): PrefixUse {
@@ -89,8 +107,7 @@ export class PrefixCache {
     const hit: PrefixHit = this.lookup(ns, ids, layout);
     if (hit.tokens > 0) {
       // A fresh prefill's first chunk sizes its rings: restored rings take the same size and slots.
-      const firstChunk = Math.min(prefillChunkFor(this.loaded.model, opts) || ids.length, ids.length);
-      this.pool.restore(hit, s.caches, { firstChunk });
+      this.pool.restore(hit, s.caches, { firstChunk: Math.min(this.chunk, ids.length) });
       s.adoptRestoredPrefix(ids, hit.tokens, ids.length);
     }
     return { track: this.pool.track(ns, layout, hit), cachedTokens: hit.tokens, note: hit.limitedBy };

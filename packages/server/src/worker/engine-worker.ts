@@ -4,7 +4,7 @@
  * event loop only ever parses, validates and writes.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { BatchScheduler, loadModel, type LoadedModel } from '@mlxcel/engine';
+import { BatchScheduler, loadModel, releaseKv, type LoadedModel } from '@mlxcel/engine';
 import type { EngineWorkerInit, FromEngine, SubmitRequest, ToEngine, TokenLogprob, TokenOut } from './protocol.js';
 
 type State = ReturnType<LoadedModel['model']['newState']>;
@@ -138,6 +138,7 @@ async function run(req: SubmitRequest): Promise<void> {
     await Promise.all(forks.map((s, c) => runChoice(req, c, s, last, abort.signal, cached)));
   } finally {
     running.delete(req.id);
+    for (const s of states) releaseKv(s); // their KV memory serves the next requests (no page faults)
     reportLoad();
   }
 }
