@@ -120,6 +120,23 @@ describe('prefix reuse: logits after a restored prefix equal a fresh prefill', (
     expect(r.diff).toBe(0);
   });
 
+  it('a restored state forks (the server\'s n choices) and its forks continue exactly like it', () => {
+    for (const dir of ['gemma3n-tiny', 'phi3-tiny-short']) {
+      const loaded = load(dir);
+      const m = loaded.model;
+      const r = compare(loaded, { shared: 70, first: 20, second: 9, chunk: 16 });
+      const state = m.newState();
+      const use = r.cache.begin(state, r.b, {});
+      expect(use.cachedTokens).toBe(64);
+      const p = new PromptPrefill(m, state, r.b, { chunk: 16 });
+      p.skip(use.cachedTokens);
+      p.runAll();
+      const fork = state.fork!();
+      const a = decodeOne(m, state, 5), b = decodeOne(m, fork, 5);
+      expect(maxAbs(a, b), dir).toBe(0);
+    }
+  });
+
   it('requests that cannot take part say why', () => {
     const loaded = load('gemma3n-tiny');
     const s = loaded.model.newState();
