@@ -20,6 +20,7 @@ export const BENCHES = {
   peers: { script: 'bench/peers.mjs', about: 'mlxcel vs llama.cpp (node-llama-cpp, installed on demand) on the same random weights, same run, with ratios' },
   server: { script: 'packages/server/bench/server.mjs', about: '/health latency idle / during 8 streams / during a 4000-token prefill; 8 streams via HTTP vs the scheduler directly (@mlxcel/server)' },
   batch: { script: 'packages/engine/bench/batch.mjs', about: 'continuous batching: aggregate decode tok/s with 1-8 concurrent requests (@mlxcel/engine)' },
+  prefix: { script: 'packages/engine/bench/prefix.mjs', about: 'prefix reuse: time to first token of two requests sharing a 2,000-token prefix, and their logits vs a fresh prefill (@mlxcel/engine)' },
 };
 
 function usage(out) {

@@ -11,8 +11,17 @@ import type { KvSegmentDesc } from '@mlxcel/core-native';
 import { MlxcelError } from '@mlxcel/tensor';
 import { attendOne } from './attend.js';
 import { STAGING_FORMAT, storeFormat, type GroupSize, type KvStorage, type StoreFormat } from './storage.js';
-import { copyImage, range, TiledStore } from './store.js';
+import { copyImage, range, sliceImage, TiledStore, type StoreImage } from './store.js';
 import type { AttendOptions, CacheKind, DetachedCache, LayerCache } from './types.js';
+
+/** How a restored ring lays out its slots (prefix reuse). */
+export interface RestoreOptions {
+  /**
+   * The first prefill chunk a fresh sequence of this prompt would commit (it sizes a fresh ring);
+   * a restored ring then takes the same size and slots. Default 1.
+   */
+  firstChunk?: number;
+}
 
 export interface CacheOptions {
   /** Quantization group along the head dim (quantized storage only; default 64, or 32 when 64 does not divide). */
@@ -77,6 +86,19 @@ export abstract class KvCacheBase implements LayerCache {
   protected abstract restoreMain(state: DetachedCache): void;
   /** Kind-specific checks of a detached state about to be adopted. */
   protected abstract checkState(state: DetachedCache): void;
+  /** Earliest position worth restoring at offset n (0; a ring: what a fresh ring would still hold). */
+  protected restoreFrom(_n: number, _opts: RestoreOptions): number {
+    return 0;
+  }
+  /** Earliest position a cache restored to offset n must hold (0; a ring: its window). */
+  protected restoreNeed(_n: number): number {
+    return 0;
+  }
+  /**
+   * Makes the (reset) main store ready for positions [first, n) and returns the slot of each position;
+   * sets `used` and any ring bookkeeping.
+   */
+  protected abstract prepareRestore(first: number, n: number, opts: RestoreOptions): (p: number) => number;
 
   // ---- writes --------------------------------------------------------------------------------
   update(k: Float32Array, v: Float32Array, T: number): void {
@@ -167,6 +189,77 @@ export abstract class KvCacheBase implements LayerCache {
     return { k: cat(a.k, b.k), v: cat(a.v, b.v), pos: this.slotPositions().slice() };
   }
 
+  // ---- prefix rows (packages/cache prefix-pool.ts) ----------------------------------------------
+  /**
+   * The exact stored bits of finalized positions [from, to), in position order, or null when this
+   * cache does not hold every one of them (a ring that has moved past them, rows held past a cap).
+   */
+  exportPositions(from: number, to: number): StoreImage | null {
+    if (!(Number.isInteger(from) && Number.isInteger(to) && 0 <= from && from <= to))
+      throw new MlxcelError('E_CACHE_STATE', `${this.who}.exportPositions: [${from}, ${to}) is not a range of positions`);
+    if (to > this.committed) return null;
+    const slots = new Int32Array(to - from).fill(-1);
+    const pos = this.main.pos;
+    for (let s = 0; s < this.used; s++) {
+      const p = pos[s]!;
+      if (p >= from && p < to) slots[p - from] = s;
+    }
+    for (let i = 0; i < slots.length; i++) if (slots[i]! < 0) return null;
+    return this.main.exportImage(slots);
+  }
+
+  /**
+   * The positions `restoreRows(…, n, opts)` takes: it must be given rows from `need` on, and takes any
+   * it is given from `from` on (the same for append-only caches; more than the window for a ring, which
+   * then has the very slots a fresh ring would have).
+   */
+  restoreRange(n: number, opts: RestoreOptions = {}): { from: number; need: number } {
+    return { from: this.restoreFrom(n, opts), need: this.restoreNeed(n) };
+  }
+
+  /**
+   * Fills this empty cache with the finalized rows of positions [0, n) (exact bits), given as images of
+   * consecutive positions in position order — what `exportPositions` gave, possibly of another cache of
+   * the same kind, storage and geometry. It keeps the gap-free run of given positions that ends at n,
+   * from `restoreRange(n).from` on, and that run must reach back to `need` (a ring's window). Afterwards
+   * the cache is as if those tokens had been written one by one: offset n, no cap, nothing held.
+   */
+  restoreRows(images: readonly StoreImage[], n: number, opts: RestoreOptions = {}): void {
+    const bad = (what: string): never => {
+      throw new MlxcelError('E_CACHE_STATE', `${this.who}.restoreRows: ${what}`);
+    };
+    if (this._offset !== 0 || this._cap !== null) bad(`the cache must be empty and uncapped (it holds ${this._offset} tokens${this._cap !== null ? `, cap ${this._cap}` : ''})`);
+    if (!Number.isInteger(n) || n < 0) bad(`n must be a non-negative integer, got ${n}`);
+    const { from, need } = this.restoreRange(n, opts);
+    // Clip each image to [from, n); keep the run without gaps that ends at n.
+    let run: { im: StoreImage; lo: number; hi: number }[] = [];
+    let last = -1;
+    for (const im of images) {
+      if (im.n === 0) continue;
+      const p0 = im.pos[0]!;
+      for (let i = 1; i < im.n; i++) if (im.pos[i] !== p0 + i) bad(`an image holds positions that are not consecutive (${p0}, …, ${im.pos[i]} at slot ${i})`);
+      const lo = Math.max(from, p0, last), hi = Math.min(n, p0 + im.n);
+      if (hi <= lo) continue;
+      if (last >= 0 && lo !== last) run = []; // a gap: only what follows it can end at n
+      run.push({ im, lo, hi });
+      last = hi;
+    }
+    const first = run.length ? run[0]!.lo : n;
+    if (n > 0 && last !== n) bad(`positions ${Math.max(last, need)}..${n - 1} are missing from the images`);
+    if (first > need) bad(`positions ${need}..${first - 1} are missing from the images`);
+    const regime = this.ropeRegime;
+    this.reset();
+    this.ropeRegime = regime;
+    const slotOf = this.prepareRestore(first, n, opts);
+    for (const { im, lo, hi } of run) {
+      const part = sliceImage(im, lo - im.pos[0]!, hi - im.pos[0]!, this.nKvHeads);
+      const slots = new Int32Array(part.n);
+      for (let i = 0; i < part.n; i++) slots[i] = slotOf(lo + i);
+      this.main.importImage(slots, part);
+    }
+    this._offset = n;
+  }
+
   // ---- state ---------------------------------------------------------------------------------
   snapshot(): DetachedCache {
     const f = this.format;
@@ -186,8 +279,13 @@ export abstract class KvCacheBase implements LayerCache {
     return s;
   }
 
-  /** Back to a fresh, empty cache (storage format and geometry kept; the regime is forgotten). */
+  /**
+   * Back to a fresh, empty cache (storage format and geometry kept; the regime is forgotten). Its
+   * storage buffers go back to the KV buffer recycler: views from `segments()` must not outlive it.
+   */
   reset(): void {
+    this.main.release();
+    this.staging.release();
     this.main = new TiledStore(this.nKvHeads, this.headDim, this.vDim, this.format);
     this.staging = new TiledStore(this.nKvHeads, this.headDim, this.vDim, STAGING_FORMAT);
     this.used = 0;

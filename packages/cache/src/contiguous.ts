@@ -33,6 +33,12 @@ abstract class AppendCache extends KvCacheBase {
 
   protected resetKind(): void {}
 
+  protected prepareRestore(first: number, n: number): (p: number) => number {
+    this.main.reserve(Math.ceil(n / STEP) * STEP);
+    this.used = n - first; // first is 0: every position from 0
+    return (p) => p;
+  }
+
   protected checkState(s: DetachedCache): void {
     if (s.main.n + s.staging.n !== s.offset)
       throw new MlxcelError('E_CACHE_ADOPT', `${this.who}.adopt: ${s.main.n} + ${s.staging.n} rows do not add up to offset ${s.offset}`);

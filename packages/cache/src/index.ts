@@ -1,9 +1,9 @@
 export type { AttendOptions, BlockSparse, CacheKind, DetachedCache, LayerCache } from './types.js';
 export { type FloatDtype, type GroupSize, type KvStorage, type StoreFormat, KV_STORAGES, isKvStorage, storeFormat } from './storage.js';
-export { TiledStore, TILE, type StoreImage } from './store.js';
-export { KvCacheBase, type CacheOptions } from './base.js';
+export { TiledStore, TILE, KvBufferRecycler, kvBuffers, sliceImage, slotBytes, imageBytes, type StoreImage } from './store.js';
+export { KvCacheBase, type CacheOptions, type RestoreOptions } from './base.js';
 export { ContiguousCache, QuantizedCache, type ContiguousOptions, type QuantizedOptions } from './contiguous.js';
-export { RotatingCache, type RotatingOptions } from './rotating.js';
+export { RotatingCache, ringRestoreStart, ringSizeFor, type RotatingOptions } from './rotating.js';
 export { SharedCache } from './shared.js';
 export { attendBatch, type AttendItem, type BatchAttendOptions } from './attend.js';
 export { createLayerCache, type LayerCacheSpec } from './factory.js';
@@ -13,3 +13,8 @@ export {
   savePromptCache, loadPromptCache, readPromptCache, configHash,
   type PromptCacheInfo, type PromptCacheExpect, type PromptCacheMeta, type LayerMeta,
 } from './prompt-cache.js';
+export {
+  PrefixPool, PrefixTrack, layerLayout, prefixNamespace,
+  type LayerLayout, type PrefixBlock, type PrefixRoot, type PrefixHit, type PrefixPoolOptions, type PrefixPoolStats,
+} from './prefix-pool.js';
+export { kvBytesFor } from './kv-bytes.js';

@@ -7,13 +7,27 @@
  * positions; when the ring is full, slot `next` holds the oldest and `next-1` the newest.
  */
 import { MlxcelError } from '@mlxcel/tensor';
-import { KvCacheBase, type CacheOptions } from './base.js';
+import { KvCacheBase, type CacheOptions, type RestoreOptions } from './base.js';
 import { quantizedRefusal } from './contiguous.js';
 import type { KvStorage } from './storage.js';
 import { range, TiledStore } from './store.js';
 import type { DetachedCache } from './types.js';
 
 const STEP = 256;
+
+/**
+ * First position a ring restored to offset n must hold: its window's n − window + 1, rounded down to a
+ * tile (16 slots) so that a ring restored with only its window tiles positions on the same boundaries
+ * as one that never wrapped (the extra rows are outside the window and masked).
+ */
+export function ringRestoreStart(n: number, window: number): number {
+  return Math.floor(Math.max(0, n - (window - 1)) / 16) * 16;
+}
+
+/** Slots of a fresh ring after its first commit of `firstChunk` rows (it never grows after, for chunks no larger). */
+export function ringSizeFor(window: number, firstChunk: number): number {
+  return Math.ceil((window - 1 + Math.max(1, firstChunk)) / STEP) * STEP;
+}
 
 export interface RotatingOptions extends CacheOptions {
   /** Storage; default 'f32'. Quantized rings refuse trims that reach quantized rows. */
@@ -59,6 +73,7 @@ export class RotatingCache extends KvCacheBase {
     const store = new TiledStore(this.nKvHeads, this.headDim, this.vDim, this.format);
     store.reserve(size);
     store.importImage(range(0, im.n), im);
+    this.main.release();
     this.main = store;
     this.size = size;
     this.used = im.n;
@@ -89,6 +104,7 @@ export class RotatingCache extends KvCacheBase {
     const store = new TiledStore(this.nKvHeads, this.headDim, this.vDim, this.format);
     store.reserve(this.size);
     store.importImage(range(0, im.n), im);
+    this.main.release();
     this.main = store;
     this.used = im.n;
     this.next = 0;
@@ -101,6 +117,35 @@ export class RotatingCache extends KvCacheBase {
   protected resetKind(): void {
     this.size = 0;
     this.next = 0;
+  }
+
+  /** What a fresh ring of this prompt would still hold at offset n: the last ringSizeFor(…) positions. */
+  protected override restoreFrom(n: number, opts: RestoreOptions): number {
+    return Math.max(0, n - ringSizeFor(this.window, opts.firstChunk ?? 1));
+  }
+
+  /** A query at position n or later sees keys from n − window + 1 on: the ring needs nothing older. */
+  protected override restoreNeed(n: number): number {
+    return ringRestoreStart(n, this.window);
+  }
+
+  /**
+   * Given everything a fresh ring would hold, the restored ring is that ring: its size, position p in
+   * slot p mod size, the same write slot — so attention reads the same tiles in the same order and
+   * later writes land where they would. Given less (only the window), the rows go to slots 0.. oldest
+   * first: the same keys, in tiles ordered otherwise.
+   */
+  protected prepareRestore(first: number, n: number, opts: RestoreOptions): (p: number) => number {
+    this.size = ringSizeFor(this.window, opts.firstChunk ?? 1);
+    this.main.reserve(this.size);
+    this.used = n - first;
+    if (first === Math.max(0, n - this.size)) {
+      const size = this.size;
+      this.next = n >= size ? n % size : 0;
+      return (p) => p % size;
+    }
+    this.next = 0;
+    return (p) => p - first;
   }
 
   protected checkState(s: DetachedCache): void {

@@ -19,6 +19,15 @@ export function num(flag: string, min = -Infinity, max = Infinity) {
   };
 }
 
+/** A size in MiB: a finite number > 0 (fractions allowed). */
+export function mebibytes(flag: string) {
+  return (v: string): number => {
+    const n = Number(v);
+    if (v.trim() === '' || !Number.isFinite(n) || n <= 0) throw new UsageError(`${flag} must be a positive number of MiB (for example 4096), got "${v}"`);
+    return n;
+  };
+}
+
 export function idList(flag: string) {
   return (v: string): number[] => {
     const parts = v.split(',').map((s) => s.trim()).filter(Boolean);

@@ -32,6 +32,18 @@ describe('mlxcel input hardening', () => {
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
   });
 
+  it.each(['0', '-5', 'lots', ''])('serve --kv-budget %j is refused by name before anything loads', async (v) => {
+    const r = await mlxcel(['serve', '--demo', '--port', '0', '--kv-budget', v], { env: cacheEnv });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(new RegExp(`--kv-budget must be a positive number of MiB \\(for example 4096\\), got "${v}"`));
+  });
+
+  it('serve --help documents --kv-budget and --no-prefix-cache', async () => {
+    const r = await mlxcel(['serve', '--help']);
+    expect(r.stdout).toMatch(/--kv-budget <MiB>/);
+    expect(r.stdout).toMatch(/--no-prefix-cache/);
+  });
+
   it('--prompt-file naming a directory is refused by name', async () => {
     const r = await mlxcel(['generate', '--demo', '--prompt-file', tmp], { env: cacheEnv });
     expect(r.code).toBe(1);

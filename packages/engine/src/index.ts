@@ -9,7 +9,8 @@ export {
 } from './session.js';
 export { StopMatcher } from './stop.js';
 export { TokenEmitter } from './token-emitter.js';
-export { BatchScheduler, BatchedGeneration, type SchedulerOptions } from './batch.js';
+export { BatchScheduler, BatchedGeneration, defaultKvBudgetBytes, type SchedulerOptions } from './batch.js';
+export { PrefixCache, prefixIneligible, releaseKv, DEFAULT_PREFIX_BLOCK, DEFAULT_PREFIX_CHUNK, type PrefixUse } from './prefix.js';
 export { traceModel, writeTrace, compareTraces, perplexity, type TraceOptions, type TraceResult, type TraceComparison, type TensorComparison } from './trace.js';
 export { randomModel, randomCheckpoint, shrinkLayers, ensureDemoModel, defaultCacheDir, type RandomModelOptions } from './random.js';
 export { audioChatPrompt, audioClip, audioModelOf, audioPrompt, traceAudio, type AudioPrompt } from './audio.js';

@@ -93,6 +93,8 @@ export class PromptPrefill {
   /** Prompt tokens already through the model. */
   done = 0;
   readonly chunk: number;
+  /** After `skip`: chunks end on the same multiples of `chunk` as a prefill from 0 would. */
+  private grid = false;
 
   constructor(
     private readonly model: LanguageModel,
@@ -108,9 +110,24 @@ export class PromptPrefill {
     return this.done === this.ids.length;
   }
 
+  /**
+   * Takes prompt rows [0, n) as already in the state (restored from the prefix cache); n < ids.length,
+   * so at least the last token is computed and gives the logits. The chunks then end where a prefill
+   * from 0 would end them (the first one is shorter), so each row is computed in the same chunk split.
+   */
+  skip(n: number): void {
+    if (this.done !== 0) throw new MlxcelError('PREFILL_STARTED', `skip(${n}): ${this.done} prompt tokens were already prefilled`);
+    if (!Number.isInteger(n) || n < 0 || n >= this.ids.length)
+      throw new MlxcelError('BAD_OPTION', `skip(${n}): must be an integer in 0..${this.ids.length - 1} (the last prompt token is always computed)`);
+    this.done = n;
+    this.grid = true;
+  }
+
   /** Runs the next chunk of at most min(chunk, limit) tokens and returns its logits. */
   next(limit = this.chunk): Float32Array {
-    const start = this.done, end = chunkEnd(start, Math.min(this.chunk, limit), this.ids.length, this.opts.spans);
+    const start = this.done;
+    const step = this.grid ? this.chunk - (start % this.chunk) : this.chunk;
+    const end = chunkEnd(start, Math.min(step, limit), this.ids.length, this.opts.spans);
     const overrides = this.opts.overrides ? overridesForChunk(this.opts.overrides, start, end - start) : undefined;
     const bidirectionalSpans = spansInRange(this.opts.spans, start, end, this.state.offset);
     this.state.expectLength?.(this.state.offset + this.ids.length - start);

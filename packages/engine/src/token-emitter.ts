@@ -104,6 +104,7 @@ export class TokenEmitter {
     const decodeSteps = Math.max(0, this.generated - 1);
     return {
       promptTokens,
+      cachedTokens: 0,
       generatedTokens: this.generated,
       finishReason: this.finish,
       timeToFirstTokenMs: tFirst - t0,

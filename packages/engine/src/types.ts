@@ -71,6 +71,8 @@ export interface GeneratedToken {
 
 export interface GenerationStats {
   promptTokens: number;
+  /** Prompt tokens restored from the scheduler's prefix cache instead of prefilled (0 outside the scheduler). */
+  cachedTokens: number;
   generatedTokens: number;
   finishReason: 'eos' | 'stop' | 'length' | 'abort';
   timeToFirstTokenMs: number;

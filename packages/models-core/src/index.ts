@@ -26,3 +26,4 @@ export {
   towerFamily, towerPrefixes, towerSourceFromDir, readJsonIfPresent, type TowerSource, type TowerKind, type TowerPrefixes,
 } from './tower-source.js';
 export { channelsLastKernel, convKernelDims, convKernelTensor, loadConvKernel, type ConvLayout } from './conv-kernels.js';
+export { asPrefixReusable, checkRestored, type PrefixReusableState } from './prefix.js';

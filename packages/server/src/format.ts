@@ -14,6 +14,8 @@ export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  /** `cached_tokens`: prompt tokens whose KV came from the prefix cache (not prefilled again). */
+  prompt_tokens_details: { cached_tokens: number };
 }
 
 /** Fields every response object of one request shares. */
@@ -24,7 +26,9 @@ export interface Envelope {
   system_fingerprint: string;
 }
 
-export const usageOf = (prompt: number, completion: number): Usage => ({ prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion });
+export const usageOf = (prompt: number, completion: number, cached = 0): Usage => ({
+  prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: cached },
+});
 
 // ---- chat ----
 

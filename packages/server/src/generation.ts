@@ -60,6 +60,8 @@ const finishOf = (s: ChoiceStats): FinishReason => (s.finishReason === 'length' 
 
 export interface Counts {
   promptTokens: number;
+  /** Prompt tokens restored from the prefix cache (usage.prompt_tokens_details.cached_tokens). */
+  cachedTokens: number;
   completionTokens: number;
   /** Arrival to the first generated token (absent before it). */
   ttftMs?: number;
@@ -74,6 +76,8 @@ export class GenerationRun {
   private readonly choices: Choice[] = [];
   private readonly byIndex = new Map<number, Choice>();
   private readonly promptTokens: number;
+  /** Per prompt: tokens its first choice restored from the prefix cache (its choices share the prompt). */
+  private readonly cachedByPrompt = new Map<number, number>();
   private readonly wantLogprobs: boolean;
   /** Candidates sampled per prompt (best_of; n when no best_of). */
   private readonly perPrompt: number;
@@ -124,7 +128,10 @@ export class GenerationRun {
       const submit = { ids: job.ids, n: this.perPrompt, firstIndex: p * this.perPrompt, options: job.options, logprobs: engineLogprobs, grammar: job.grammar, suppressedIds: job.suppressedIds, media: job.media };
       this.cancels.push(engine.submit(submit, {
         tokens: (i, items) => this.onTokens(this.byIndex.get(i)!, items),
-        end: (i, s) => this.endChoice(this.byIndex.get(i)!, finishOf(s)),
+        end: (i, s) => {
+          if (i % req.n === 0) this.cachedByPrompt.set(i / req.n, s.cachedTokens);
+          this.endChoice(this.byIndex.get(i)!, finishOf(s));
+        },
         error: (i, e: EngineError) => {
           this.failure ??= fromEngineError(e, kind === 'chat' ? 'messages' : 'prompt');
           this.cancel();
@@ -136,7 +143,9 @@ export class GenerationRun {
   }
 
   get counts(): Counts {
-    return { promptTokens: this.promptTokens, completionTokens: this.choices.reduce((s, c) => s + c.generated, 0), ttftMs: this.ttftMs };
+    let cached = 0;
+    for (const n of this.cachedByPrompt.values()) cached += n;
+    return { promptTokens: this.promptTokens, cachedTokens: cached, completionTokens: this.choices.reduce((s, c) => s + c.generated, 0), ttftMs: this.ttftMs };
   }
 
   /** Stops generating (client gone): choices end as cut short. */
@@ -218,7 +227,8 @@ export class GenerationRun {
     if (this.ended) return;
     this.ended = true;
     const { env, kind, req, choices } = this;
-    const usage = usageOf(this.promptTokens, this.counts.completionTokens);
+    const { completionTokens, cachedTokens } = this.counts;
+    const usage = usageOf(this.promptTokens, completionTokens, cachedTokens);
     if (this.stream) {
       if (this.endReason) this.write({ error: { message: this.endReason.message, type: 'server_error', param: null, code: this.endReason.code } });
       else if (this.failure) this.write(this.failure.body());

@@ -49,6 +49,10 @@ export interface ServerOptions {
    * the folder after symlinks are followed). Default: none (data: URLs only). Remote URLs are never fetched.
    */
   allowLocalFiles?: string;
+  /** KV memory budget in MiB for the running sequences and the prefix cache. Default: half the available memory. */
+  kvBudgetMiB?: number;
+  /** Reuse the KV of prompt prefixes across requests (a shared system prompt is prefilled once). Default true. */
+  prefixCache?: boolean;
   /** Download progress while the model is fetched. */
   onProgress?: (p: DownloadProgress) => void;
 }
@@ -73,7 +77,13 @@ const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const maxBatch = opts.maxBatch ?? 8;
   const allowLocalFiles = opts.allowLocalFiles === undefined ? undefined : localFilesFolder(opts.allowLocalFiles);
-  const engine = new EngineClient({ model: opts.model, maxBatch, chatTemplateFile: opts.chatTemplateFile, kvCache: opts.kvCache, allowLocalFiles }, opts.onProgress);
+  const budget = opts.kvBudgetMiB;
+  if (budget !== undefined && !(typeof budget === 'number' && Number.isFinite(budget) && budget > 0))
+    throw new RangeError(`kvBudgetMiB must be a positive number of MiB, got ${String(budget)}`);
+  const engine = new EngineClient({
+    model: opts.model, maxBatch, chatTemplateFile: opts.chatTemplateFile, kvCache: opts.kvCache, allowLocalFiles,
+    kvBudgetBytes: budget === undefined ? undefined : Math.floor(budget * 1024 * 1024), prefixCache: opts.prefixCache ?? true,
+  }, opts.onProgress);
   const fallbackName = defaultModelName(opts.model);
   const name = opts.modelName ?? fallbackName;
   const aliases = [...new Set([...(opts.aliases ?? []), fallbackName])].filter((a) => a !== name);

@@ -168,8 +168,11 @@ export const completionRequestSchema = {
 
 const usage = {
   type: 'object',
-  required: ['prompt_tokens', 'completion_tokens', 'total_tokens'],
-  properties: { prompt_tokens: { type: 'integer' }, completion_tokens: { type: 'integer' }, total_tokens: { type: 'integer' } },
+  required: ['prompt_tokens', 'completion_tokens', 'total_tokens', 'prompt_tokens_details'],
+  properties: {
+    prompt_tokens: { type: 'integer' }, completion_tokens: { type: 'integer' }, total_tokens: { type: 'integer' },
+    prompt_tokens_details: { type: 'object', required: ['cached_tokens'], properties: { cached_tokens: { type: 'integer', minimum: 0 } } },
+  },
 } as const;
 
 const logprobEntry = {

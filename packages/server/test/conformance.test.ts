@@ -76,6 +76,34 @@ describe('OpenAI conformance', () => {
     expect(chunks.at(-2)!.choices[0]!.finish_reason).toBe('length');
   });
 
+  it('a prompt that starts like an earlier one reports the tokens it reused (usage.prompt_tokens_details.cached_tokens), with the same answer', async () => {
+    const system = { role: 'system' as const, content: `You are a careful assistant. ${'Answer briefly, precisely and politely. '.repeat(40)}` };
+    const ask = (c: OpenAI, q: string) => c.chat.completions.create({ model: 'tiny', messages: [system, { role: 'user', content: q }], max_tokens: 6, temperature: 0 });
+    const first = await ask(client, 'What is a prefix cache?');
+    const second = await ask(client, 'Why is the sky blue?');
+    for (const r of [first, second]) expectValid('chat', r);
+    expect(first.usage!.prompt_tokens_details!.cached_tokens).toBe(0);
+    const cached = second.usage!.prompt_tokens_details!.cached_tokens!;
+    expect(cached).toBeGreaterThan(200);
+    expect(cached % 64).toBe(0); // restores end on the prefix cache's prefill grid
+    expect(cached).toBeLessThan(second.usage!.prompt_tokens);
+    // Completions: same rule, raw text.
+    const text = `Once upon a time ${'there was a long and winding road. '.repeat(30)}`;
+    const c1 = await post(srv.base, '/v1/completions', { prompt: `${text}The end.`, max_tokens: 3, temperature: 0 });
+    const c2 = await post(srv.base, '/v1/completions', { prompt: `${text}And then?`, max_tokens: 3, temperature: 0 });
+    expectValid('completion', c2.json);
+    expect([c1.json.usage.prompt_tokens_details.cached_tokens, c2.json.usage.prompt_tokens_details.cached_tokens > 0]).toEqual([0, true]);
+    // A server without the prefix cache answers the second question the same, having reused nothing.
+    const plain = await serve(['--no-webui', '--model-name', 'tiny', '--no-prefix-cache', '--kv-budget', '256']);
+    try {
+      const other = await ask(new OpenAI({ baseURL: `${plain.base}/v1`, apiKey: 'unused', maxRetries: 0 }), 'Why is the sky blue?');
+      expect(other.usage!.prompt_tokens_details!.cached_tokens).toBe(0);
+      expect(other.choices[0]!.message.content).toBe(second.choices[0]!.message.content);
+    } finally {
+      await plain.stop();
+    }
+  });
+
   it('chat: n: 3 shares one prompt; greedy choices equal the n: 1 answer, seeded ones are reproducible', async () => {
     const one = await client.chat.completions.create({ model: 'tiny', messages: MSGS, max_tokens: 6, temperature: 0 });
     const three = await client.chat.completions.create({ model: 'tiny', messages: MSGS, max_tokens: 6, temperature: 0, n: 3 });

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { ensureDemoModel } from '@mlxcel/engine';
 import { startServer, type DownloadProgress } from '@mlxcel/server';
 import { UsageError } from '../errors.js';
-import { int, num } from '../parse.js';
+import { int, mebibytes, num } from '../parse.js';
 import { info, Progress, yellow } from '../ui/output.js';
 import { addMatmulFlag, applyMatmulPrecision } from '../matmul-precision.js';
 
@@ -43,7 +43,9 @@ export function registerServe(program: Command): void {
     .option('--chat-template <file>', 'use this Jinja chat template instead of the model\'s')
     .option('--kv-cache <kind>', 'KV cache storage: f32, f16, bf16, q8, k8v4 (where the model supports it)')
     .option('--max-body-bytes <n>', 'largest request body', int('--max-body-bytes', 1024), 16 * 1024 * 1024)
-    .option('--allow-local-files <dir>', 'let image_url parts name files (a path or file: URL) inside this folder; regular files only, symlinks must stay inside (default: data: URLs only; remote URLs are never fetched)');
+    .option('--allow-local-files <dir>', 'let image_url parts name files (a path or file: URL) inside this folder; regular files only, symlinks must stay inside (default: data: URLs only; remote URLs are never fetched)')
+    .option('--kv-budget <MiB>', 'KV memory for the running sequences and the prefix cache together; a request waits until its KV need (prompt + max_tokens) fits (default: half the available memory)', mebibytes('--kv-budget'))
+    .option('--no-prefix-cache', 'do not reuse the KV of prompt prefixes across requests (by default a prompt that starts like an earlier one prefills only the rest)');
   addMatmulFlag(cmd, 'fast')
     .action(async (o: Record<string, unknown>) => {
       applyMatmulPrecision(o);
@@ -75,6 +77,8 @@ export function registerServe(program: Command): void {
         chatTemplateFile: o.chatTemplate as string | undefined,
         kvCache: o.kvCache as string | undefined,
         allowLocalFiles: o.allowLocalFiles === undefined ? undefined : localFilesDir(o.allowLocalFiles as string),
+        kvBudgetMiB: o.kvBudget as number | undefined,
+        prefixCache: o.prefixCache !== false,
         onProgress: (p: DownloadProgress) => {
           let bar = bars.get(p.file);
           if (!bar) bars.set(p.file, (bar = new Progress(`downloading ${p.file}`)));

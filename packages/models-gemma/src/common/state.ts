@@ -5,10 +5,10 @@
  * owner's update in the same forward and writes nothing.
  */
 import { adoptLayers, snapshotLayers, type LayerCache } from '@mlxcel/cache';
-import { buildLayerCaches, type LayerCacheSpec } from '@mlxcel/models-core';
+import { buildLayerCaches, checkRestored, type LayerCacheSpec, type PrefixReusableState } from '@mlxcel/models-core';
 import { MlxcelError, type SequenceState, type StateOptions } from '@mlxcel/tensor';
 
-export class GemmaState implements SequenceState {
+export class GemmaState implements SequenceState, PrefixReusableState {
   readonly caches: LayerCache[];
   private _offset = 0;
 
@@ -24,6 +24,21 @@ export class GemmaState implements SequenceState {
   /** Called by the model once the whole forward succeeded. */
   advance(n: number): void {
     this._offset += n;
+  }
+
+  /**
+   * Gemma builds one RoPE table per layer type for every length (a spec with several regimes is
+   * refused at load), so the keys of any prompt are rotated alike: the config fixes the regime.
+   */
+  keyRegime(_totalLength: number): string {
+    return 'gemma:one-table-per-layer-type';
+  }
+
+  /** Restored rows [0, n) (prefix reuse): the caches hold them, the state takes them as processed. */
+  adoptRestoredPrefix(_ids: Int32Array, n: number, _totalLength: number): void {
+    if (this._offset !== 0) throw new MlxcelError('E_STATE', `adoptRestoredPrefix: the state already holds ${this._offset} tokens`);
+    checkRestored(this.caches, n, 'GemmaState');
+    this._offset = n;
   }
 
   /** A deep copy: fresh caches of the same kinds holding a snapshot of these (shared layers re-linked). */

@@ -65,7 +65,7 @@ export abstract class PhiModelBase<C extends PhiCommonConfig & { model_type: str
 
   newState(opts: StateOptions = {}): PhiSequence {
     // PhiSequence builds its caches at once, so an unavailable kind fails here, not on first use.
-    return new PhiSequence(this, () => buildLayerCaches(this.layerCaches, opts.kvCache));
+    return new PhiSequence(this, () => buildLayerCaches(this.layerCaches, opts.kvCache), (n) => this.rope.regimeFor(n));
   }
 
   protected layoutBatch(batch: readonly ForwardInput[]): PhiLayout {

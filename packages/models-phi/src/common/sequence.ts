@@ -6,6 +6,7 @@
  * cache may have evicted keys it would need again.
  */
 import { adoptLayers, snapshotLayers, type LayerCache } from '@mlxcel/cache';
+import { checkRestored, type PrefixReusableState } from '@mlxcel/models-core';
 import type { RopeRegime } from '@mlxcel/rope';
 import { MlxcelError, type SequenceState } from '@mlxcel/tensor';
 
@@ -16,7 +17,7 @@ function evicted(c: LayerCache): boolean {
   return c.offset > 0;
 }
 
-export class PhiSequence implements SequenceState {
+export class PhiSequence implements SequenceState, PrefixReusableState {
   caches: LayerCache[];
   /** Regime of the keys now in the caches (null before the first step). */
   regime: RopeRegime | null = null;
@@ -32,8 +33,32 @@ export class PhiSequence implements SequenceState {
   private idBuf = new Int32Array(64);
   private nIds = 0;
 
-  constructor(readonly owner: object, private readonly makeCaches: () => LayerCache[]) {
+  constructor(
+    readonly owner: object,
+    private readonly makeCaches: () => LayerCache[],
+    /** The RoPE regime of a sequence whose length is decided from `totalLength` (the model's spec). */
+    private readonly regimeFor: (totalLength: number) => RopeRegime,
+  ) {
     this.caches = makeCaches();
+  }
+
+  /** The regime planBatch gives the keys of a fresh prompt of `totalLength` tokens (prefilled with that length hint). */
+  keyRegime(totalLength: number): string {
+    return this.regimeFor(totalLength).id;
+  }
+
+  /**
+   * Restored rows [0, n) of a prompt of `totalLength` tokens (prefix reuse): the ids, regime and length
+   * floor become what a prefill of ids[0, n) with that length hint leaves, so the next step continues
+   * the same keys instead of re-encoding.
+   */
+  adoptRestoredPrefix(ids: Int32Array, n: number, totalLength: number): void {
+    if (this.nIds !== 0) throw new MlxcelError('E_STATE', `adoptRestoredPrefix: the sequence already holds ${this.nIds} tokens`);
+    checkRestored(this.caches, n, 'PhiSequence');
+    this.appendIds(ids.subarray(0, n));
+    this.regime = this.regimeFor(totalLength);
+    this.lengthFloor = totalLength;
+    this.stale = false;
   }
 
   get offset(): number {
@@ -86,7 +111,7 @@ export class PhiSequence implements SequenceState {
 
   /** A deep copy (caches snapshotted into fresh ones of the same kinds, ids and RoPE bookkeeping). */
   fork(): PhiSequence {
-    const copy = new PhiSequence(this.owner, this.makeCaches);
+    const copy = new PhiSequence(this.owner, this.makeCaches, this.regimeFor);
     adoptLayers(copy.caches, snapshotLayers(this.caches));
     copy.appendIds(this.ids);
     copy.regime = this.regime;

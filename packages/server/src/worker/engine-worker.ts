@@ -4,7 +4,7 @@
  * event loop only ever parses, validates and writes.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { BatchScheduler, compileConstraint, loadModel, supportsImages, vocabularyOf, type GenerateOptions, type LoadedModel } from '@mlxcel/engine';
+import { BatchScheduler, compileConstraint, loadModel, releaseKv, supportsImages, vocabularyOf, type GenerateOptions, type LoadedModel } from '@mlxcel/engine';
 import { prepareMediaPrompt, type MediaPrompt } from './media.js';
 import type { EngineWorkerInit, FromEngine, PrepareMediaRequest, SubmitRequest, ToEngine, TokenLogprob, TokenOut } from './protocol.js';
 
@@ -35,7 +35,7 @@ try {
   post({ type: 'fatal', ...errorFields(e) });
   process.exit(1);
 }
-const scheduler = new BatchScheduler(loaded, { maxBatch: init.maxBatch });
+const scheduler = new BatchScheduler(loaded, { maxBatch: init.maxBatch, kvBudgetBytes: init.kvBudgetBytes, prefixCache: init.prefixCache ?? true });
 const tokenizer = loaded.tokenizer;
 // The vocabulary index constrained decoding needs (every token's bytes, a trie over them) is built
 // before the server takes requests: built on the first response_format / grammar / forced tool call
@@ -74,8 +74,11 @@ setInterval(reportLoad, 200).unref();
 /** Options every choice of a request shares beyond sampling: its constraint, banned ids, media rows. */
 type RequestExtras = Pick<GenerateOptions, 'constraint' | 'suppressedIds' | 'embeddingOverrides' | 'atomicSpans' | 'decodeEmbedding'>;
 
-/** Generates one choice from `state` (which already holds ids[0, start)), feeding ids[start..]. */
-async function runChoice(req: SubmitRequest, extras: RequestExtras, choice: number, state: State, start: number, signal: AbortSignal): Promise<void> {
+/**
+ * Generates one choice from `state` (which already holds ids[0, start)), feeding ids[start..].
+ * `cachedBefore`: prompt tokens of ids[0, start) that came from the prefix cache.
+ */
+async function runChoice(req: SubmitRequest, extras: RequestExtras, choice: number, state: State, start: number, signal: AbortSignal, cachedBefore = 0): Promise<void> {
   const index = req.firstIndex + choice;
   try {
     // n > 1 with a seed: each choice gets its own stream (seed + index), so choices differ but the
@@ -94,7 +97,7 @@ async function runChoice(req: SubmitRequest, extras: RequestExtras, choice: numb
       post({ type: 'tokens', id: req.id, index, items: [item] });
     }
     const s = await gen.stats;
-    post({ type: 'end', id: req.id, index, stats: { promptTokens: req.ids.length, generatedTokens: s.generatedTokens, finishReason: s.finishReason, timeToFirstTokenMs: s.timeToFirstTokenMs } });
+    post({ type: 'end', id: req.id, index, stats: { promptTokens: req.ids.length, cachedTokens: cachedBefore + s.cachedTokens, generatedTokens: s.generatedTokens, finishReason: s.finishReason, timeToFirstTokenMs: s.timeToFirstTokenMs } });
   } catch (e) {
     post({ type: 'error', id: req.id, index, ...errorFields(e) });
   }
@@ -158,8 +161,10 @@ async function run(req: SubmitRequest): Promise<void> {
     // (maxTokens 0: prefill only), then each choice continues a fork of it from the last token.
     const last = req.ids.length - 1;
     const prefill = scheduler.submit(req.ids.subarray(0, last), { state: base, signal: abort.signal, noChatTemplate: true, maxTokens: 0 });
+    let cached = 0;
     try {
       for await (const _ of prefill);
+      cached = (await prefill.stats).cachedTokens;
     } catch (e) {
       for (let c = 0; c < req.n; c++) post({ type: 'error', id: req.id, index: req.firstIndex + c, ...errorFields(e) });
       return;
@@ -170,9 +175,10 @@ async function run(req: SubmitRequest): Promise<void> {
       states.push(s);
       return s;
     });
-    await Promise.all(forks.map((s, c) => runChoice(req, extras, c, s, last, abort.signal)));
+    await Promise.all(forks.map((s, c) => runChoice(req, extras, c, s, last, abort.signal, cached)));
   } finally {
     running.delete(req.id);
+    for (const s of states) releaseKv(s); // their KV memory serves the next requests (no page faults)
     reportLoad();
   }
 }

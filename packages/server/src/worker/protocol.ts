@@ -20,6 +20,10 @@ export interface EngineWorkerInit {
   kvCache?: string;
   /** Absolute, resolved folder image_url file paths may name (`--allow-local-files`); absent = none. */
   allowLocalFiles?: string;
+  /** KV memory budget of the scheduler in bytes (default: the engine's, from available memory). */
+  kvBudgetBytes?: number;
+  /** Prefix reuse across requests (default true). */
+  prefixCache?: boolean;
 }
 
 /** What the tokenizer worker is started with (workerData): the resolved model folder. */
@@ -161,6 +165,8 @@ export interface TokenOut {
 
 export interface ChoiceStats {
   promptTokens: number;
+  /** Prompt tokens restored from the prefix cache instead of prefilled. */
+  cachedTokens: number;
   generatedTokens: number;
   finishReason: 'eos' | 'stop' | 'length' | 'abort';
   timeToFirstTokenMs: number;
