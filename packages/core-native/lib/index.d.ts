@@ -86,6 +86,8 @@ export declare function mixStreams(inputs: readonly Float32Array[], coefs: Float
  */
 export declare function softcapCheck(x: Float32Array, cap: number, out: Float32Array): number;
 /** x [rows, 2·half] = [gate | up] → out [rows, half] = act(gate) · up, act = UnaryOp.SILU or UnaryOp.GELU_TANH; out must not overlap x. */
+/** In place over rows of width dim: x ← max(x − (mean + std · z), 0), population std, statistics in double (Gemma 3n activation sparsity). */
+export declare function gaussianTopK(x: Float32Array, rows: number, dim: number, z: number): void;
 export declare function gatedAct(x: Float32Array, rows: number, half: number, act: number, out: Float32Array): void;
 export declare function rope(x: Float32Array, nTok: number, nHeads: number, headDim: number, positions: Int32Array, cosTab: Float32Array, sinTab: Float32Array, rotDim: number, interleaved: boolean): void;
 export declare function attention(o: AttentionOptions): void;

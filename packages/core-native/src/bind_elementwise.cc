@@ -188,6 +188,18 @@ Napi::Value GatedAct(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// gaussianTopK(x, rows, dim, z): in place, x <- max(x - (mean + std * z), 0) per row (population std).
+Napi::Value GaussianTopK(const Napi::CallbackInfo& info) {
+  const char* fn = "gaussianTopK";
+  const int64_t rows = int_arg(info[1], fn, "rows", 0, int64_t(1) << 40);
+  const int64_t dim = int_arg(info[2], fn, "dim", 1, int64_t(1) << 30);
+  float* x = f32_arg(info[0], fn, "x", count_of(info.Env(), fn, rows, dim));
+  const double z = num_arg(info[3], fn, "z");
+  if (!std::isfinite(z)) throw_range(info.Env(), "gaussianTopK: z must be a finite number, got " + std::to_string(z));
+  if (rows) kernels().gaussian_topk(x, rows, dim, z);
+  return info.Env().Undefined();
+}
+
 // rope(x, nTok, nHeads, headDim, positions, cosTab, sinTab, rotDim, interleaved) — in place on x.
 Napi::Value Rope(const Napi::CallbackInfo& info) {
   const char* fn = "rope";
@@ -228,6 +240,7 @@ void RegisterElementwise(Napi::Env env, Napi::Object exports) {
   exports.Set("mixStreams", Napi::Function::New(env, MixStreams, "mixStreams"));
   exports.Set("softcapCheck", Napi::Function::New(env, SoftcapCheck, "softcapCheck"));
   exports.Set("gatedAct", Napi::Function::New(env, GatedAct, "gatedAct"));
+  exports.Set("gaussianTopK", Napi::Function::New(env, GaussianTopK, "gaussianTopK"));
 }
 
 }  // namespace mlx

@@ -193,6 +193,9 @@ struct KernelTable {
   int64_t (*softcap_check)(const float* x, int64_t n, float cap, float* out);
   // x [rows, 2*half] = [gate | up] -> out [rows, half] = act(gate) * up, act = kSilu or kGeluTanh.
   void (*gated_act)(const float* x, int64_t rows, int64_t half, int act, float* out);
+  // In place over rows of width dim: x <- max(x - (mean + std * z), 0) (population std; Gemma 3n's
+  // activation sparsity).
+  void (*gaussian_topk)(float* x, int64_t rows, int64_t dim, double z);
   // In-place rotary embedding on x[n_tok, n_heads, head_dim] using cos/sin tables [tab_rows, rot_dim/2].
   void (*rope)(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, const int32_t* pos,
                const float* cos_tab, const float* sin_tab, int64_t rot_dim, bool interleaved);

@@ -19,3 +19,4 @@ export {
   type RandomWeightOptions, type FloatDType, type Init,
 } from './random.js';
 export { Xoshiro128, seedFor } from './prng.js';
+export { ScratchBuffers } from './scratch.js';

@@ -124,6 +124,13 @@ export function gatedAct(gu: Float32Array, M: number, I: number, act: 'silu' | '
   return y;
 }
 
+/** In place over rows of width dim: x ← max(x − (mean + std · z), 0), population std (Gemma 3n activation sparsity). */
+export function gaussianTopK(x: Float32Array, dim: number, z: number): Float32Array {
+  check(x.length % dim === 0, `gaussianTopK: length ${x.length} is not a multiple of dim ${dim}`);
+  native.gaussianTopK(x, x.length / dim, dim, z);
+  return x;
+}
+
 export function argmax(x: Float32Array, dim: number): Int32Array {
   const rows = x.length / dim;
   const out = new Int32Array(rows);

@@ -59,6 +59,7 @@ static inline mlx::KernelTable make_table(const char* name) {
   t.mix_streams = mix_streams;
   t.softcap_check = softcap_check;
   t.gated_act = gated_act;
+  t.gaussian_topk = gaussian_topk;
   t.rope = rope;
   t.attention = attention;
   t.stream_sum = stream_sum;

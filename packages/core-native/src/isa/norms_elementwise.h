@@ -302,3 +302,28 @@ static void gated_act(const float* x, int64_t rows, int64_t half, int act, float
     }
   });
 }
+
+// Gemma 3n's activation sparsity ("gaussian top-k") in place over rows of width dim:
+// x <- max(x - (mean + std * z), 0), mean and population std of the row. The statistics and the
+// subtraction are in double, as the reference computes them in full precision; the result is rounded
+// to f32 once.
+static void gaussian_topk(float* x, int64_t rows, int64_t dim, double z) {
+  parallel_for(rows, row_grain(dim), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) {
+      float* g = x + r * dim;
+      double sum = 0;
+      for (int64_t i = 0; i < dim; i++) sum += g[i];
+      const double mean = sum / double(dim);
+      double ss = 0;
+      for (int64_t i = 0; i < dim; i++) {
+        const double d = g[i] - mean;
+        ss += d * d;
+      }
+      const double cutoff = mean + std::sqrt(ss / double(dim)) * z;
+      for (int64_t i = 0; i < dim; i++) {
+        const double v = g[i] - cutoff;
+        g[i] = v > 0 ? float(v) : 0.f;
+      }
+    }
+  });
+}

@@ -445,7 +445,7 @@ void matmul_case(const TestWeight& w, int64_t N, const std::vector<float>& x, in
     R.check(v->name, "matmul", label, err, bound, err2, bound2);
     if (M > 1 && M <= 16) {
       // The multi-row GEMV: each row bit-identical to that row alone (batched decode == single).
-      std::vector<float> y1(size_t(N));
+      std::vector<float> y1(static_cast<size_t>(N));
       double same = 0;
       for (int64_t m = 0; m < M; m++) {
         v->matmul(x.data() + m * K, 1, wr, bias, y1.data());

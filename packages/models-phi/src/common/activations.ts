@@ -6,8 +6,8 @@ import { ops } from '@mlxcel/tensor';
  * (Phi-3 `gate_up_proj`, docs/architecture/phi3.md §2.1): out[r, i] = SiLU(gu[r, i]) · gu[r, I + i],
  * one native pass (SiLU in f32 as the kernels compute it everywhere else).
  */
-export function swigluHalves(gu: Float32Array, M: number, I: number): Float32Array {
-  return ops.gatedAct(gu, M, I, 'silu');
+export function swigluHalves(gu: Float32Array, M: number, I: number, out?: Float32Array): Float32Array {
+  return ops.gatedAct(gu, M, I, 'silu', out);
 }
 
 /**
