@@ -49,7 +49,9 @@ export class Phi3Model extends PhiModelBase {
     const sc = this.scratch;
     const attnIn = L.inputNorm.forward(h, H, sc.take('norm', N * H)); // [N, H]
     const qkvW = (nH + 2 * nKV) * D;
-    const [q, k, v] = splitColumns(L.qkv.forward(attnIn, N, sc.take('qkv', N * qkvW)), N, [nH * D, nKV * D, nKV * D]); // [N, nH·D], [N, nKV·D] ×2
+    // q, k, v never outlive the layer either: RoPE rotates q and k in place, the cache copies k and v.
+    const [q, k, v] = splitColumns(L.qkv.forward(attnIn, N, sc.take('qkv', N * qkvW)), N, [nH * D, nKV * D, nKV * D],
+      [sc.take('q', N * nH * D), sc.take('k', N * nKV * D), sc.take('v', N * nKV * D)]); // [N, nH·D], [N, nKV·D] ×2
     const attn = phiAttention(l, q!, k!, v!, b, this.geom); // [N, nH·D]
     ops.add(h, L.o.forward(attn, N, sc.take('out', N * H)), h);
     const mlpIn = L.postNorm.forward(h, H, sc.take('norm', N * H)); // [N, H]
