@@ -193,25 +193,31 @@ static void lincomb(const float* const* xs, const float* c, int k, int64_t n, fl
 // written, so outputs may alias inputs. Terms are summed in input order as lincomb sums them, and a
 // term whose coefficient is exactly 0 is left out (so 0 * Inf adds nothing). J, I <= kMaxMix.
 static void mix_streams(const float* const* xs, int J, const float* c, float* const* outs, int I, int64_t rows, int64_t H) {
-  const int64_t cols_grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, H));
-  parallel_for(rows, cols_grain, [&](int64_t t0, int64_t t1) {
+  const int64_t rows_grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, H));
+  parallel_for(rows, rows_grain, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; t++) {
-      const float* ct = c + t * I * J;
+      // This row's nonzero terms per output, in input order (decided once per row, not per element).
+      int nz[kMaxMix], src[kMaxMix][kMaxMix];
+      float cf[kMaxMix][kMaxMix];
+      for (int i = 0; i < I; i++) {
+        nz[i] = 0;
+        for (int j = 0; j < J; j++) {
+          const float cij = c[(t * I + i) * J + j];
+          if (cij != 0.f) {
+            src[i][nz[i]] = j;
+            cf[i][nz[i]++] = cij;
+          }
+        }
+      }
       const int64_t o = t * H;
       int64_t e = 0;
       for (; e + VL <= H; e += VL) {
         vf v[kMaxMix], r[kMaxMix];
         for (int j = 0; j < J; j++) v[j] = vload(xs[j] + o + e);
         for (int i = 0; i < I; i++) {
-          const float* ci = ct + i * J;
           vf a = vsplat(0.f);
-          bool first = true;
-          for (int j = 0; j < J; j++) {
-            if (ci[j] == 0.f) continue;
-            if (first) a = v[j] * ci[j];
-            else a += v[j] * ci[j];
-            first = false;
-          }
+          if (nz[i] > 0) a = v[src[i][0]] * cf[i][0];
+          for (int k = 1; k < nz[i]; k++) a += v[src[i][k]] * cf[i][k];
           r[i] = a;
         }
         for (int i = 0; i < I; i++) vstore(outs[i] + o + e, r[i]);
@@ -220,15 +226,9 @@ static void mix_streams(const float* const* xs, int J, const float* c, float* co
         float v[kMaxMix], r[kMaxMix];
         for (int j = 0; j < J; j++) v[j] = xs[j][o + e];
         for (int i = 0; i < I; i++) {
-          const float* ci = ct + i * J;
           float a = 0.f;
-          bool first = true;
-          for (int j = 0; j < J; j++) {
-            if (ci[j] == 0.f) continue;
-            if (first) a = v[j] * ci[j];
-            else a += v[j] * ci[j];
-            first = false;
-          }
+          if (nz[i] > 0) a = v[src[i][0]] * cf[i][0];
+          for (int k = 1; k < nz[i]; k++) a += v[src[i][k]] * cf[i][k];
           r[i] = a;
         }
         for (int i = 0; i < I; i++) outs[i][o + e] = r[i];

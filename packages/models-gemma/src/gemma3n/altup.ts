@@ -93,11 +93,11 @@ export class AltUp {
   }
 
   /**
-   * corr_i = pred_i + (W_c · mod(y) + 1)_i · (y − pred_active) (§7.1): the innovation, then one native
-   * pass over all tokens and streams (inputs pred_0..pred_{K−1} and the innovation, [N, K, K + 1]
+   * corr_i = pred_i + (W_c · mod(y) + 1)_i · (y − pred_active) (§7.1), written over `pred`: the
+   * innovation, then one native pass over all tokens and streams (inputs pred_0..pred_{K−1} and the innovation, [N, K, K + 1]
    * coefficients: 1 for pred_i, the gain for the innovation, 0 = no term for the rest).
    */
-  correct(pred: readonly Float32Array[], y: Float32Array, N: number): Float32Array[] {
+  correct(pred: Float32Array[], y: Float32Array, N: number): Float32Array[] {
     const K = this.K, H = this.H, J = K + 1;
     const g = this.coefs(this.modalities(y, N), N, this.correctionCoefs, K);
     const innov = ops.sub(y, pred[0]!);
@@ -107,9 +107,10 @@ export class AltUp {
         c[(t * K + i) * J + i] = 1;
         c[(t * K + i) * J + K] = g[t * K + i]! + 1;
       }
-    const out = pred.map((p) => new Float32Array(p.length));
-    ops.mixStreams([...pred, innov], c, out, N, H);
-    return out;
+    // In place over the predictions (the kernel reads every input of an element before writing it):
+    // they are this layer's own arrays and dead after the correction.
+    ops.mixStreams([...pred, innov], c, pred, N, H);
+    return pred;
   }
 
   /** The active corrected stream, scaled by correct_output_scale when altup_correct_scale (§7.4). */
