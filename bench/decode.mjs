@@ -5,7 +5,8 @@
 //   pnpm bench decode [--models gemma3n,gemma4,phi35] [--layers N] [--prompt 64] [--gen 16] [--matmul fast|exact|int8] [--json]
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { alloc, cpuInfo, setMatmulPrecision, streamSum } from '../packages/core-native/lib/index.js';
+import { cpuInfo, setMatmulPrecision } from '../packages/core-native/lib/index.js';
+import { readBandwidth } from './bandwidth.mjs';
 import { randomModel, readJson } from '../packages/engine/dist/index.js';
 import { runBench } from '../packages/cli/dist/index.js';
 
@@ -28,25 +29,6 @@ const genTokens = Number(flag('gen', '16'));
 const json = args.includes('--json');
 const matmul = flag('matmul', 'fast'); // as `mlxcel bench`: integer-activation prefill GEMMs unless --matmul exact
 setMatmulPrecision(matmul);
-
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-}
-
-function readBandwidth() {
-  const bytes = 1 << 30;
-  const buf = new Uint8Array(alloc(bytes));
-  for (let i = 0; i < bytes; i += 4096) buf[i] = 1; // fault every page in
-  streamSum(buf);
-  const runs = [];
-  for (let r = 0; r < 5; r++) {
-    const t = performance.now();
-    streamSum(buf);
-    runs.push(bytes / ((performance.now() - t) / 1000) / 1e9);
-  }
-  return median(runs);
-}
 
 const info = cpuInfo();
 const bw = readBandwidth();

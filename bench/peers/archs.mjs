@@ -16,6 +16,41 @@ const general = (arch, name, bits) => ({
 });
 const ones = (name, n) => valuesTensor(name, [n], new Array(n).fill(1));
 
+/** The metadata keys the gemma3n and gemma4 loaders read alike (`ff`: per-layer MLP widths). */
+const gemmaMeta = (a, name, cfg, bits, ff) => ({
+  ...general(a, name, bits),
+  [`${a}.context_length`]: kv.u32(cfg.max_position_embeddings),
+  [`${a}.embedding_length`]: kv.u32(cfg.hidden_size),
+  [`${a}.block_count`]: kv.u32(cfg.num_hidden_layers),
+  [`${a}.feed_forward_length`]: kv.arr(T.U32, ff),
+  [`${a}.attention.head_count`]: kv.u32(cfg.num_attention_heads),
+  [`${a}.attention.head_count_kv`]: kv.u32(cfg.num_key_value_heads),
+  [`${a}.attention.layer_norm_rms_epsilon`]: kv.f32(cfg.rms_norm_eps),
+});
+
+// Per-layer tensors the gemma3n and gemma4 loaders name alike (HF layer prefix q, GGUF block prefix b).
+/** Input norm, q / o projections and the q norm. */
+const gemmaAttention = (store, q, b, bits) => [
+  floatTensor(store, `${q}input_layernorm.weight`, `${b}attn_norm.weight`),
+  moduleTensor(store, `${q}self_attn.q_proj`, `${b}attn_q.weight`, bits),
+  moduleTensor(store, `${q}self_attn.o_proj`, `${b}attn_output.weight`, bits),
+  floatTensor(store, `${q}self_attn.q_norm.weight`, `${b}attn_q_norm.weight`),
+];
+/** The gated MLP with its pre and post norms. */
+const gemmaFfn = (store, q, b, bits) => [
+  floatTensor(store, `${q}pre_feedforward_layernorm.weight`, `${b}ffn_norm.weight`),
+  moduleTensor(store, `${q}mlp.gate_proj`, `${b}ffn_gate.weight`, bits),
+  moduleTensor(store, `${q}mlp.up_proj`, `${b}ffn_up.weight`, bits),
+  moduleTensor(store, `${q}mlp.down_proj`, `${b}ffn_down.weight`, bits),
+  floatTensor(store, `${q}post_feedforward_layernorm.weight`, `${b}post_ffw_norm.weight`),
+];
+/** The per-layer-input gate, projection and norm. */
+const gemmaPerLayerInput = (store, q, b, bits) => [
+  moduleTensor(store, `${q}per_layer_input_gate`, `${b}inp_gate.weight`, bits),
+  moduleTensor(store, `${q}per_layer_projection`, `${b}proj.weight`, bits),
+  floatTensor(store, `${q}post_per_layer_input_norm.weight`, `${b}post_norm.weight`),
+];
+
 /** Gemma 3n (llama.cpp arch `gemma3n`). */
 function gemma3n(cfg, store, bits, root) {
   const a = 'gemma3n', p = 'model.language_model.';
@@ -23,14 +58,7 @@ function gemma3n(cfg, store, bits, root) {
   const V = cfg.vocab_size, Vp = cfg.vocab_size_per_layer_input;
   const ff = Array.isArray(cfg.intermediate_size) ? cfg.intermediate_size : new Array(NL).fill(cfg.intermediate_size);
   const meta = {
-    ...general(a, 'mlxcel random Gemma 3n E2B', bits),
-    [`${a}.context_length`]: kv.u32(cfg.max_position_embeddings),
-    [`${a}.embedding_length`]: kv.u32(H),
-    [`${a}.block_count`]: kv.u32(NL),
-    [`${a}.feed_forward_length`]: kv.arr(T.U32, ff),
-    [`${a}.attention.head_count`]: kv.u32(cfg.num_attention_heads),
-    [`${a}.attention.head_count_kv`]: kv.u32(nkv),
-    [`${a}.attention.layer_norm_rms_epsilon`]: kv.f32(cfg.rms_norm_eps),
+    ...gemmaMeta(a, 'mlxcel random Gemma 3n E2B', cfg, bits, ff),
     [`${a}.attention.key_length`]: kv.u32(hd),
     [`${a}.attention.value_length`]: kv.u32(hd),
     [`${a}.rope.freq_base`]: kv.f32(cfg.rope_theta),
@@ -57,12 +85,7 @@ function gemma3n(cfg, store, bits, root) {
   ];
   for (let l = 0; l < NL; l++) {
     const q = `${p}layers.${l}.`, b = `blk.${l}.`;
-    t.push(
-      floatTensor(store, `${q}input_layernorm.weight`, `${b}attn_norm.weight`),
-      moduleTensor(store, `${q}self_attn.q_proj`, `${b}attn_q.weight`, bits),
-      moduleTensor(store, `${q}self_attn.o_proj`, `${b}attn_output.weight`, bits),
-      floatTensor(store, `${q}self_attn.q_norm.weight`, `${b}attn_q_norm.weight`),
-    );
+    t.push(...gemmaAttention(store, q, b, bits));
     if (store.has(`${q}self_attn.k_proj.weight`)) {
       t.push(
         moduleTensor(store, `${q}self_attn.k_proj`, `${b}attn_k.weight`, bits),
@@ -76,14 +99,8 @@ function gemma3n(cfg, store, bits, root) {
     }
     t.push(
       floatTensor(store, `${q}post_attention_layernorm.weight`, `${b}post_attention_norm.weight`),
-      floatTensor(store, `${q}pre_feedforward_layernorm.weight`, `${b}ffn_norm.weight`),
-      moduleTensor(store, `${q}mlp.gate_proj`, `${b}ffn_gate.weight`, bits),
-      moduleTensor(store, `${q}mlp.up_proj`, `${b}ffn_up.weight`, bits),
-      moduleTensor(store, `${q}mlp.down_proj`, `${b}ffn_down.weight`, bits),
-      floatTensor(store, `${q}post_feedforward_layernorm.weight`, `${b}post_ffw_norm.weight`),
-      moduleTensor(store, `${q}per_layer_input_gate`, `${b}inp_gate.weight`, bits),
-      moduleTensor(store, `${q}per_layer_projection`, `${b}proj.weight`, bits),
-      floatTensor(store, `${q}post_per_layer_input_norm.weight`, `${b}post_norm.weight`),
+      ...gemmaFfn(store, q, b, bits),
+      ...gemmaPerLayerInput(store, q, b, bits),
       floatTensor(store, `${q}altup.correction_coefs.weight`, `${b}altup_correct_coef.weight`),
       floatTensor(store, `${q}altup.correct_output_scale`, `${b}altup_correct_scale.weight`),
       floatTensor(store, `${q}altup.prediction_coefs.weight`, `${b}altup_predict_coef.weight`),
@@ -106,14 +123,7 @@ function gemma4(cfg, store, bits, root) {
   const ff = swa.map((_, l) => (cfg.use_double_wide_mlp && shared > 0 && l >= NL - shared ? 2 * I : I));
   const full = cfg.rope_parameters.full_attention, slide = cfg.rope_parameters.sliding_attention;
   const meta = {
-    ...general(a, 'mlxcel random Gemma 4 E2B', bits),
-    [`${a}.context_length`]: kv.u32(cfg.max_position_embeddings),
-    [`${a}.embedding_length`]: kv.u32(H),
-    [`${a}.block_count`]: kv.u32(NL),
-    [`${a}.feed_forward_length`]: kv.arr(T.U32, ff),
-    [`${a}.attention.head_count`]: kv.u32(cfg.num_attention_heads),
-    [`${a}.attention.head_count_kv`]: kv.u32(cfg.num_key_value_heads),
-    [`${a}.attention.layer_norm_rms_epsilon`]: kv.f32(cfg.rms_norm_eps),
+    ...gemmaMeta(a, 'mlxcel random Gemma 4 E2B', cfg, bits, ff),
     [`${a}.attention.key_length`]: kv.u32(hdFull),
     [`${a}.attention.value_length`]: kv.u32(hdFull),
     [`${a}.attention.key_length_swa`]: kv.u32(hd),
@@ -144,12 +154,7 @@ function gemma4(cfg, store, bits, root) {
     );
   for (let l = 0; l < NL; l++) {
     const q = `${p}layers.${l}.`, b = `blk.${l}.`;
-    t.push(
-      floatTensor(store, `${q}input_layernorm.weight`, `${b}attn_norm.weight`),
-      moduleTensor(store, `${q}self_attn.q_proj`, `${b}attn_q.weight`, bits),
-      moduleTensor(store, `${q}self_attn.o_proj`, `${b}attn_output.weight`, bits),
-      floatTensor(store, `${q}self_attn.q_norm.weight`, `${b}attn_q_norm.weight`),
-    );
+    t.push(...gemmaAttention(store, q, b, bits));
     // KV-shared layers have no k/v weights (optional in llama.cpp's gemma4 loader).
     if (store.has(`${q}self_attn.k_proj.weight`)) {
       t.push(moduleTensor(store, `${q}self_attn.k_proj`, `${b}attn_k.weight`, bits), floatTensor(store, `${q}self_attn.k_norm.weight`, `${b}attn_k_norm.weight`));
@@ -158,18 +163,9 @@ function gemma4(cfg, store, bits, root) {
     t.push(
       floatTensor(store, `${q}post_attention_layernorm.weight`, `${b}post_attention_norm.weight`),
       floatTensor(store, `${q}layer_scalar`, `${b}layer_output_scale.weight`),
-      floatTensor(store, `${q}pre_feedforward_layernorm.weight`, `${b}ffn_norm.weight`),
-      moduleTensor(store, `${q}mlp.gate_proj`, `${b}ffn_gate.weight`, bits),
-      moduleTensor(store, `${q}mlp.up_proj`, `${b}ffn_up.weight`, bits),
-      moduleTensor(store, `${q}mlp.down_proj`, `${b}ffn_down.weight`, bits),
-      floatTensor(store, `${q}post_feedforward_layernorm.weight`, `${b}post_ffw_norm.weight`),
+      ...gemmaFfn(store, q, b, bits),
     );
-    if (cfg.hidden_size_per_layer_input)
-      t.push(
-        moduleTensor(store, `${q}per_layer_input_gate`, `${b}inp_gate.weight`, bits),
-        moduleTensor(store, `${q}per_layer_projection`, `${b}proj.weight`, bits),
-        floatTensor(store, `${q}post_per_layer_input_norm.weight`, `${b}post_norm.weight`),
-      );
+    if (cfg.hidden_size_per_layer_input) t.push(...gemmaPerLayerInput(store, q, b, bits));
   }
   return { meta, tensors: t };
 }

@@ -51,6 +51,15 @@ export function gemmaTokenizerPath(root) {
 // ids, the rest placeholders.
 const PHI3_ADDED = { 32000: '<|endoftext|>', 32001: '<|assistant|>', 32006: '<|system|>', 32007: '<|end|>', 32010: '<|user|>' };
 
+/** A SentencePiece vocabulary as llama.cpp's "llama" tokenizer metadata. */
+const spmMeta = (tokens, scores, types) => ({
+  'tokenizer.ggml.model': kv.str('llama'),
+  'tokenizer.ggml.pre': kv.str('default'),
+  'tokenizer.ggml.tokens': kv.arr(T.STRING, tokens),
+  'tokenizer.ggml.scores': kv.arr(T.F32, scores),
+  'tokenizer.ggml.token_type': kv.arr(T.I32, types),
+});
+
 /** Phi-3.5-mini: SentencePiece ("llama") over Llama-2's 32,000 pieces plus the 64 added tokens. */
 export function phi3Vocab(root, nVocab) {
   const tok = readTokenizer(join(root, 'fixtures/tokenizers/llama2/tokenizer.json'));
@@ -58,11 +67,7 @@ export function phi3Vocab(root, nVocab) {
   const { tokens, scores, types } = spmArrays(tok, nVocab, (id) =>
     PHI3_ADDED[id] ? { piece: PHI3_ADDED[id], type: CONTROL } : { piece: `<|placeholder${++placeholder}|>`, type: USER_DEFINED });
   return {
-    'tokenizer.ggml.model': kv.str('llama'),
-    'tokenizer.ggml.pre': kv.str('default'),
-    'tokenizer.ggml.tokens': kv.arr(T.STRING, tokens),
-    'tokenizer.ggml.scores': kv.arr(T.F32, scores),
-    'tokenizer.ggml.token_type': kv.arr(T.I32, types),
+    ...spmMeta(tokens, scores, types),
     'tokenizer.ggml.bos_token_id': kv.u32(1),
     'tokenizer.ggml.eos_token_id': kv.u32(32000),
     'tokenizer.ggml.unknown_token_id': kv.u32(0),
@@ -91,11 +96,7 @@ export function gemma3nVocab(root, nVocab) {
   const tok = readTokenizer(gemmaTokenizerPath(root));
   const { tokens, scores, types } = spmArrays(tok, nVocab, (id) => ({ piece: `<unused_mm_${id}>`, type: CONTROL }));
   return {
-    'tokenizer.ggml.model': kv.str('llama'),
-    'tokenizer.ggml.pre': kv.str('default'),
-    'tokenizer.ggml.tokens': kv.arr(T.STRING, tokens),
-    'tokenizer.ggml.scores': kv.arr(T.F32, scores),
-    'tokenizer.ggml.token_type': kv.arr(T.I32, types),
+    ...spmMeta(tokens, scores, types),
     ...GEMMA_SPECIAL,
   };
 }

@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { alloc, streamSum } from '../../packages/core-native/lib/index.js';
+import { readBandwidth } from '../bandwidth.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
@@ -22,23 +22,8 @@ export function promptIds(n) {
   });
 }
 
-function median(xs) {
-  const s = [...xs].sort((p, q) => p - q);
-  return s[Math.floor(s.length / 2)];
-}
-
 async function bandwidth() {
-  const bytes = 1 << 30;
-  const buf = new Uint8Array(alloc(bytes));
-  for (let i = 0; i < bytes; i += 4096) buf[i] = 1; // fault every page in
-  streamSum(buf);
-  const runs = [];
-  for (let r = 0; r < 5; r++) {
-    const t = performance.now();
-    streamSum(buf);
-    runs.push(bytes / ((performance.now() - t) / 1000) / 1e9);
-  }
-  return { gb_s: median(runs) };
+  return { gb_s: readBandwidth() };
 }
 
 async function gguf(key, bits, layers, path) {

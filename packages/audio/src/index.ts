@@ -21,7 +21,5 @@ export {
   expandAudioPlaceholders, placeholderRows, renderAudioChatPrompt, withAudioInLastUserTurn,
   type AudioPromptIds, type AudioPromptTokens, type ChatMessage, type RenderOptions,
 } from './prompt.js';
-// Layers the vision towers reuse (Gemma 4's clippable linears, channels-last conv2d).
-export { ClippableLinear, clamp, scalarOr, type Projection } from './conformer/layers.js';
-export { conv2d, loadConv2d, type Conv2dSpec } from './conformer/conv.js';
+export { conv2d, type Conv2dSpec } from './conformer/conv.js';
 export { MIN_SAMPLE_RATE, MAX_SAMPLE_RATE, checkSampleRate } from './rates.js';

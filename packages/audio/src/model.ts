@@ -2,10 +2,8 @@
  * An audio model = feature extractor settings + encoder + embedder + the prompt token ids, loaded from
  * a Gemma 3n or Gemma 4 checkpoint (HF `model.audio_tower.*` or mlx-vlm `audio_tower.*` names).
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { Checkpoint, MlxcelError, quantConfigOf, type WeightStore } from '@mlxcel/tensor';
-import type { Json } from './config-util.js';
+import { towerFamily, towerSourceFromDir, type Json, type TowerSource } from '@mlxcel/models-core';
+import { MlxcelError, quantConfigOf } from '@mlxcel/tensor';
 import { parseGemma3nAudioConfig, type Gemma3nAudioConfig } from './gemma3n/config.js';
 import { Gemma3nAudioEmbedder, Gemma3nAudioEncoder } from './gemma3n/encoder.js';
 import { parseGemma4AudioConfig, type Gemma4AudioConfig } from './gemma4/config.js';
@@ -34,24 +32,15 @@ export interface Gemma3nAudioModel {
 
 export type AudioModel = Gemma4AudioModel | Gemma3nAudioModel;
 
-export interface AudioModelSource {
-  config: Json;
-  weights: WeightStore;
-  /** preprocessor_config.json (feature extractor overrides), when the checkpoint has one. */
-  preprocessor?: Json;
-  /** processor_config.json (Gemma 4 `audio_seq_length`), when present. */
-  processor?: Json;
-  /** Name used in error messages. */
-  name?: string;
-}
+/**
+ * The checkpoint an audio model is built from; `preprocessor` holds the feature extractor overrides,
+ * `processor` Gemma 4's `audio_seq_length`.
+ */
+export type AudioModelSource = TowerSource;
 
 /** The audio family of a config: model_type gemma4 / gemma3n (or their audio_config model types). */
 export function audioFamily(config: Json): 'gemma4' | 'gemma3n' {
-  const mt = String(config.model_type ?? '');
-  const at = String((config.audio_config as Json | undefined)?.model_type ?? '');
-  if (mt === 'gemma4' || at === 'gemma4_audio') return 'gemma4';
-  if (mt === 'gemma3n' || at === 'gemma3n_audio') return 'gemma3n';
-  throw new MlxcelError('E_CONFIG', `config.model_type "${mt}" has no supported audio tower (gemma4 or gemma3n)`);
+  return towerFamily(config, 'audio');
 }
 
 /** Builds the audio model from an opened checkpoint. */
@@ -83,24 +72,7 @@ export function audioModelFrom(src: AudioModelSource): AudioModel {
   };
 }
 
-function readJson(path: string): Json | undefined {
-  if (!existsSync(path)) return undefined;
-  try {
-    return JSON.parse(readFileSync(path, 'utf8')) as Json;
-  } catch (e) {
-    throw new MlxcelError('E_CONFIG', `${path}: not valid JSON (${(e as Error).message})`);
-  }
-}
-
 /** Loads the audio model of a checkpoint folder (config.json, safetensors, optional preprocessor/processor configs). */
 export function loadAudioModel(dir: string): AudioModel {
-  const config = readJson(join(dir, 'config.json'));
-  if (!config) throw new MlxcelError('E_FILE', `${dir}: no config.json`);
-  return audioModelFrom({
-    config,
-    weights: Checkpoint.open(dir),
-    preprocessor: readJson(join(dir, 'preprocessor_config.json')),
-    processor: readJson(join(dir, 'processor_config.json')),
-    name: dir,
-  });
+  return audioModelFrom(towerSourceFromDir(dir));
 }

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { extractLogMel, frameCount, gemma4AudioTokenCount, melConfig, periodicHann } from '../src/index.js';
 import { numpyCosF32 } from '../src/mel/npcos.js';
-import { expected, maxAbsDiff } from './helpers.js';
+import { maxAbsDiff } from '@mlxcel/tensor';
+import { expected } from './helpers.js';
 
 describe.each([
   ['gemma4-audio-tiny', 'gemma4'],

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { audioSoftTokens, encodeAudio, loadAudioModel, type AudioModel } from '../src/index.js';
-import { expectEncoderMatchesFixture, expected, relMaxDiff, type Expected } from './helpers.js';
+import { relMaxDiff, type ExpectedTensors as Expected } from '@mlxcel/tensor';
+import { expectEncoderMatchesFixture, expected } from './helpers.js';
 
 describe('gemma3n-audio-tiny', () => {
   let model: AudioModel;

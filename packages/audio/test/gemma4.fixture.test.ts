@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { Checkpoint, MemoryWeights, Tensor } from '@mlxcel/tensor';
+import { Checkpoint, MemoryWeights, relMaxDiff, Tensor, type ExpectedTensors as Expected } from '@mlxcel/tensor';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { audioModelFrom, audioSoftTokens, encodeAudio, extractLogMel, gemma4AudioTokenCount, inclusiveWindow, loadAudioModel, type AudioModel } from '../src/index.js';
-import { expectEncoderMatchesFixture, expected, relMaxDiff, type Expected } from './helpers.js';
+import { expectEncoderMatchesFixture, expected } from './helpers.js';
 
 describe('gemma4-audio-tiny', () => {
   let model: AudioModel;

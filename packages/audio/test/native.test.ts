@@ -6,7 +6,7 @@
 import * as native from '@mlxcel/core-native';
 import { describe, expect, it } from 'vitest';
 import { gemma4Window, inclusiveWindow } from '../src/index.js';
-import { maxAbsDiff } from './helpers.js';
+import { maxAbsDiff } from '@mlxcel/tensor';
 
 function rng(seed: number): () => number {
   let s = seed >>> 0;

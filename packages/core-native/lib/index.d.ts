@@ -149,6 +149,17 @@ export interface DwConv2dOptions {
   out: Float32Array;
 }
 export declare function dwconv2d(o: DwConv2dOptions): { outH: number; outW: number };
+/** A channels-last map [h, w, c] and the output [outH, outW, c] it is resampled into (must not alias x). */
+export interface Resample2dInput {
+  x: Float32Array; h: number; w: number; c: number;
+  out: Float32Array;
+}
+/** Average pool with kernel = stride = (kh, kw), no padding; kh, kw must divide h, w: out [h/kh, w/kw, c]. */
+export declare function avgPool2d(o: Resample2dInput & { kh: number; kw: number }): { outH: number; outW: number };
+/** Nearest resize to [outH, outW] (src = floor(dst · in / out), PyTorch `nearest`). */
+export declare function resizeNearest2d(o: Resample2dInput & { outH: number; outW: number }): { outH: number; outW: number };
+/** Bilinear resize to [outH, outW] (PyTorch `bilinear`, align_corners = false, no antialias). */
+export declare function resizeBilinear2d(o: Resample2dInput & { outH: number; outW: number }): { outH: number; outW: number };
 
 // KV stores (packages/cache) and batched attention over them (src/bind_kv.cc, src/bind_attention.cc).
 /**

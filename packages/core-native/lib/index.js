@@ -21,7 +21,7 @@ export const { startProfile, stopProfile } = api;
 export const { logMel, conv2d, dwconv1dCausal, localAttention, clamp, glu } = api;
 
 // Vision kernels (src/bind_vision.cc).
-export const { dwconv2d } = api;
+export const { dwconv2d, avgPool2d, resizeNearest2d, resizeBilinear2d } = api;
 
 // KV stores and batched attention over them (src/bind_kv.cc, src/bind_attention.cc).
 export const { kvWrite, kvRead, kvExport, kvImport } = api;

@@ -61,6 +61,31 @@ int64_t int_arg(const Napi::Value& v, const char* fn, const char* name, int64_t 
   return i;
 }
 
+Napi::Object options_arg(const Napi::CallbackInfo& info, const char* fn) {
+  if (!info[0].IsObject()) throw_type(info.Env(), std::string(fn) + ": expects one options object");
+  return info[0].As<Napi::Object>();
+}
+
+ConvWindow conv_window_arg(const Napi::Object& o, const char* fn, int64_t h, int64_t w) {
+  ConvWindow c;
+  c.kh = int(int_arg(o.Get("kh"), fn, "kh", 1, 64));
+  c.kw = int(int_arg(o.Get("kw"), fn, "kw", 1, 64));
+  c.sh = int(int_arg(o.Get("strideH"), fn, "strideH", 1, 64));
+  c.sw = int(int_arg(o.Get("strideW"), fn, "strideW", 1, 64));
+  c.pad_top = int(int_arg(o.Get("padTop"), fn, "padTop", 0, 64));
+  const int pb = int(int_arg(o.Get("padBottom"), fn, "padBottom", 0, 64));
+  c.pad_left = int(int_arg(o.Get("padLeft"), fn, "padLeft", 0, 64));
+  const int pr = int(int_arg(o.Get("padRight"), fn, "padRight", 0, 64));
+  // h, w <= 2^31 and pads <= 64: these sums cannot overflow.
+  const int64_t hp = h + c.pad_top + pb, wp = w + c.pad_left + pr;
+  if (hp < c.kh || wp < c.kw)
+    throw_range(o.Env(), std::string(fn) + ": padded input [" + std::to_string(hp) + ", " + std::to_string(wp) +
+                             "] is smaller than the kernel [" + std::to_string(c.kh) + ", " + std::to_string(c.kw) + "]");
+  c.out_h = (hp - c.kh) / c.sh + 1;
+  c.out_w = (wp - c.kw) / c.sw + 1;
+  return c;
+}
+
 int64_t count_of(Napi::Env env, const char* fn, int64_t a, int64_t b, int64_t c) {
   constexpr int64_t kMax = int64_t(1) << 61;
   int64_t ab = 0, abc = 0;

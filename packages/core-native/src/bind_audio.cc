@@ -22,8 +22,7 @@ int64_t f32_length(const Napi::Value& v, const char* fn, const char* name) {
 Napi::Value LogMel(const Napi::CallbackInfo& info) {
   const char* fn = "logMel";
   Napi::Env env = info.Env();
-  if (!info[0].IsObject()) throw_type(env, "logMel: expects one options object");
-  Napi::Object o = info[0].As<Napi::Object>();
+  Napi::Object o = options_arg(info, fn);
   LogMelArgs a;
   a.n_frames = int_arg(o.Get("nFrames"), fn, "nFrames", 0, int64_t(1) << 31);
   a.frame_len = int(int_arg(o.Get("frameLength"), fn, "frameLength", 1, 1 << 16));
@@ -70,27 +69,15 @@ Napi::Value LogMel(const Napi::CallbackInfo& info) {
 Napi::Value Conv2d(const Napi::CallbackInfo& info) {
   const char* fn = "conv2d";
   Napi::Env env = info.Env();
-  if (!info[0].IsObject()) throw_type(env, "conv2d: expects one options object");
-  Napi::Object o = info[0].As<Napi::Object>();
+  Napi::Object o = options_arg(info, fn);
   Conv2dArgs a;
   a.h = int_arg(o.Get("h"), fn, "h", 0, int64_t(1) << 31);
   a.w = int_arg(o.Get("w"), fn, "w", 1, int64_t(1) << 31);
   a.cin = int(int_arg(o.Get("cin"), fn, "cin", 1, 1 << 16));
   a.cout = int(int_arg(o.Get("cout"), fn, "cout", 1, 1 << 16));
-  a.kh = int(int_arg(o.Get("kh"), fn, "kh", 1, 64));
-  a.kw = int(int_arg(o.Get("kw"), fn, "kw", 1, 64));
-  a.sh = int(int_arg(o.Get("strideH"), fn, "strideH", 1, 64));
-  a.sw = int(int_arg(o.Get("strideW"), fn, "strideW", 1, 64));
-  a.pad_top = int(int_arg(o.Get("padTop"), fn, "padTop", 0, 64));
-  const int pb = int(int_arg(o.Get("padBottom"), fn, "padBottom", 0, 64));
-  a.pad_left = int(int_arg(o.Get("padLeft"), fn, "padLeft", 0, 64));
-  const int pr = int(int_arg(o.Get("padRight"), fn, "padRight", 0, 64));
-  const int64_t hp = a.h + a.pad_top + pb, wp = a.w + a.pad_left + pr;
-  if (hp < a.kh || wp < a.kw)
-    throw_range(env, "conv2d: padded input [" + num(hp) + ", " + num(wp) + "] is smaller than the kernel [" + num(a.kh) +
-                         ", " + num(a.kw) + "]");
-  a.out_h = (hp - a.kh) / a.sh + 1;
-  a.out_w = (wp - a.kw) / a.sw + 1;
+  const ConvWindow win = conv_window_arg(o, fn, a.h, a.w);
+  a.kh = win.kh, a.kw = win.kw, a.sh = win.sh, a.sw = win.sw, a.pad_top = win.pad_top, a.pad_left = win.pad_left;
+  a.out_h = win.out_h, a.out_w = win.out_w;
   // h and w may each be up to 2^31, so h * w * cin can wrap int64: every product is checked.
   a.x = f32_arg(o.Get("x"), fn, "x", checked_size(env, fn, "x", {a.h, a.w, a.cin}));
   a.weight = f32_arg(o.Get("weight"), fn, "weight", checked_size(env, fn, "weight", {a.cout, a.kh, a.kw, a.cin}));
@@ -127,8 +114,7 @@ Napi::Value DwConv1dCausal(const Napi::CallbackInfo& info) {
 Napi::Value LocalAttention(const Napi::CallbackInfo& info) {
   const char* fn = "localAttention";
   Napi::Env env = info.Env();
-  if (!info[0].IsObject()) throw_type(env, "localAttention: expects one options object");
-  Napi::Object o = info[0].As<Napi::Object>();
+  Napi::Object o = options_arg(info, fn);
   LocalAttentionArgs a;
   a.n = int_arg(o.Get("n"), fn, "n", 0, int64_t(1) << 31);
   a.n_heads = int(int_arg(o.Get("nHeads"), fn, "nHeads", 1, 1 << 12));

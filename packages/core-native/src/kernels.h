@@ -157,6 +157,14 @@ struct DwConv2dArgs {
   int64_t out_h = 0, out_w = 0;        // zero padding below/right is implied by these
   float* out = nullptr;                // [out_h, out_w, c]
 };
+// Resampling of a channels-last map x [h, w, c] -> out [out_h, out_w, c] (MobileNetV5's MSFA).
+struct Resample2dArgs {
+  const float* x = nullptr;            // [h, w, c]
+  int64_t h = 0, w = 0, c = 0;
+  int64_t out_h = 0, out_w = 0;
+  int kh = 1, kw = 1;                  // avg_pool2d only: kernel = stride, no padding
+  float* out = nullptr;                // [out_h, out_w, c]
+};
 
 enum UnaryOp : int { kSilu = 0, kGeluTanh = 1, kGeluErf = 2, kRelu = 3, kTanh = 4, kExp = 5, kSigmoid = 6, kNeg = 7, kSquare = 8, kSqrt = 9 };
 enum BinaryOp : int { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3, kMax = 4 };
@@ -215,6 +223,11 @@ struct KernelTable {
   void (*moe_switch_glu)(const MoeArgs& a);
   // Depthwise conv2d, channels-last (isa/vision_impl.h).
   void (*dwconv2d)(const DwConv2dArgs& a);
+  // MSFA resampling, channels-last (isa/vision_impl.h): average pool with kernel = stride (out_h = h / kh),
+  // nearest (src = floor(dst * in / out)) and bilinear (align_corners = false, no antialias) resizes.
+  void (*avg_pool2d)(const Resample2dArgs& a);
+  void (*resize_nearest2d)(const Resample2dArgs& a);
+  void (*resize_bilinear2d)(const Resample2dArgs& a);
 };
 
 // Defined by each variant's translation unit.

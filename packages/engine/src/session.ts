@@ -85,8 +85,9 @@ export function spansInRange(spans: readonly PromptSpan[] | undefined, start: nu
 
 /**
  * The chunked-prefill loop: prompt rows [done, done + chunk) through the model per `next()`, the state
- * holding rows [0, done) already. Override rows are re-based to each chunk, and the model is told the
- * prompt's final length (LongRoPE picks its table from it), so chunked == one pass.
+ * holding rows [0, done) already. Override rows are re-based to each chunk, and the state is told the
+ * prompt's final length before each chunk (`SequenceState.expectLength`: LongRoPE picks its table from
+ * it), so chunked == one pass.
  */
 export class PromptPrefill {
   /** Prompt tokens already through the model. */
@@ -112,7 +113,8 @@ export class PromptPrefill {
     const start = this.done, end = chunkEnd(start, Math.min(this.chunk, limit), this.ids.length, this.opts.spans);
     const overrides = this.opts.overrides ? overridesForChunk(this.opts.overrides, start, end - start) : undefined;
     const bidirectionalSpans = spansInRange(this.opts.spans, start, end, this.state.offset);
-    const input: ForwardInput = { ids: this.ids.subarray(start, end), state: this.state, embeddingOverrides: overrides, totalLength: this.state.offset + this.ids.length - start, bidirectionalSpans };
+    this.state.expectLength?.(this.state.offset + this.ids.length - start);
+    const input: ForwardInput = { ids: this.ids.subarray(start, end), state: this.state, embeddingOverrides: overrides, bidirectionalSpans };
     const logits = this.model.forward([input], { ...this.opts.forward, logits: this.opts.logits ?? 'last' })[0]!;
     this.done = end;
     return this.opts.logits === 'all' ? logits : logits.subarray(logits.length - this.model.vocabSize);

@@ -5,19 +5,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { errorOf } from '@mlxcel/tensor';
 import { describe, expect, it } from 'vitest';
 import { buildPrompt, ChatTemplate, HfTokenizer, promptIds, traceModel, type LoadedModel } from '../src/index.js';
 import { LLAMA2_DIR } from './helpers/paths.js';
 import { ToyModel } from './helpers/toy-model.js';
-
-function errorOf(fn: () => unknown): Error & { code?: string } {
-  try {
-    fn();
-  } catch (e) {
-    return e as Error & { code?: string };
-  }
-  throw new Error('did not throw');
-}
 
 const llama2 = () => JSON.parse(readFileSync(join(LLAMA2_DIR, 'tokenizer.json'), 'utf8')) as Record<string, any>;
 

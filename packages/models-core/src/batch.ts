@@ -5,7 +5,7 @@
  *
  * `checkBatch` validates the inputs (one error code per failure, each naming `batch[i]` and the field):
  *   E_INPUT   the batch is empty; ids empty or not integers; a token id outside [0, vocab);
- *             embeddingOverrides on a model without soft tokens; a bad totalLength hint
+ *             embeddingOverrides on a model without soft tokens
  *   E_STATE   a state not made by this model's newState(), or one state twice in a batch
  *   E_CONTEXT the sequence would hold more than maxContext (max_position_embeddings) tokens
  * `layoutRows` then places the rows. A family may feed more rows than the caller's new ids (Phi
@@ -59,9 +59,6 @@ export function checkBatch<S extends SequenceState>(batch: readonly ForwardInput
     }
     if (input.embeddingOverrides && !ctx.acceptsEmbeddingOverrides)
       throw new MlxcelError('E_INPUT', `${where}: batch[${b}].embeddingOverrides: ${ctx.family} is a text model and takes no soft tokens`);
-    const hint = input.totalLength;
-    if (hint !== undefined && !(Number.isInteger(hint) && hint >= 0))
-      throw new MlxcelError('E_INPUT', `${where}: batch[${b}].totalLength must be a non-negative integer, got ${String(hint)}`);
     const total = state.offset + ids.length;
     if (total > ctx.maxContext)
       throw new MlxcelError('E_CONTEXT', `${where}: batch[${b}] would hold ${total} tokens, more than max_position_embeddings = ${ctx.maxContext}`);

@@ -5,7 +5,8 @@
  *
  * Multimodal checkpoints keep the language-model keys under `text_config` (Gemma `gemma3n`, `gemma4`);
  * `new ConfigReader(raw, family, { textConfig: true })` reads from there when it is present, and every
- * key in an error then carries the `text_config.` prefix.
+ * key in an error then carries the `text_config.` prefix. `sub(name)` reads a nested block the same way
+ * (`audio_config`, `vision_config.rope_parameters`), its keys named from the root in errors.
  */
 import { parseRope, RopeConfigError, type ParseRopeOptions, type RopeSpec } from '@mlxcel/rope';
 import { ModelConfigError, type ConfigErrorCode } from './errors.js';
@@ -29,10 +30,13 @@ export class ConfigReader {
   /** Prefix of every key in error messages (`text_config.` or empty). */
   readonly prefix: string;
 
-  constructor(readonly root: Json, readonly family: string, opts: { textConfig?: boolean } = {}) {
+  constructor(readonly root: Json, readonly family: string, opts: { textConfig?: boolean; block?: { obj: Json; prefix: string } } = {}) {
     if (!isObject(root)) throw new ModelConfigError('E_CONFIG_INVALID', '(root)', `must be a JSON object, got ${describe(root)}`, family);
     const nested = root.text_config;
-    if (opts.textConfig && nested !== undefined && nested !== null) {
+    if (opts.block) {
+      this.text = opts.block.obj;
+      this.prefix = opts.block.prefix;
+    } else if (opts.textConfig && nested !== undefined && nested !== null) {
       if (!isObject(nested)) throw new ModelConfigError('E_CONFIG_INVALID', 'text_config', `must be an object, got ${describe(nested)}`, family);
       this.text = nested;
       this.prefix = 'text_config.';
@@ -101,6 +105,24 @@ export class ConfigReader {
     const v = this.value(name, dflt);
     if (typeof v !== 'string') this.fail(name, `must be a string, got ${describe(v)}`);
     return v;
+  }
+
+  /** The object under `name` as a reader of its own (its keys carry `name.` in errors). Absent: E_CONFIG_MISSING. */
+  sub(name: string): ConfigReader {
+    const v = this.value(name, undefined);
+    if (!isObject(v)) this.fail(name, `must be an object, got ${describe(v)}`);
+    return new ConfigReader(this.root, this.family, { block: { obj: v, prefix: `${this.key(name)}.` } });
+  }
+
+  /** A list of exactly n integers >= min (default 1). */
+  intList(name: string, n: number, opts: { min?: number; default?: readonly number[] } = {}): number[] {
+    const v = this.value(name, opts.default);
+    const min = opts.min ?? 1;
+    if (!Array.isArray(v) || v.length !== n) this.fail(name, `must be a list of ${n} integers, got ${describe(v)}`);
+    return v.map((x, i) => {
+      if (typeof x !== 'number' || !Number.isInteger(x) || x < min) this.fail(`${name}[${i}]`, `must be an integer >= ${min}, got ${describe(x)}`);
+      return x;
+    });
   }
 
   /** Rejects a value that is not one of `allowed` (E_CONFIG_UNSUPPORTED). */

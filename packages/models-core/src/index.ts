@@ -20,3 +20,10 @@ export {
 } from './random.js';
 export { Xoshiro128, seedFor } from './prng.js';
 export { ScratchBuffers } from './scratch.js';
+export { WeightLoader } from './weight-loader.js';
+export { WeightStats, paramCount } from './weight-stats.js';
+export { ClippableLinear, clamp, linearProjection, scalarOr, type Projection } from './projections.js';
+export {
+  towerFamily, towerPrefixes, towerSourceFromDir, readJsonIfPresent, type TowerSource, type TowerKind, type TowerPrefixes,
+} from './tower-source.js';
+export { channelsLastKernel, convKernelDims, convKernelTensor, loadConvKernel, type ConvLayout } from './conv-kernels.js';

@@ -39,18 +39,10 @@ export function runLayers<X>(
   return x;
 }
 
-export interface ModelIdentity {
-  modelType: string;
-  config: Readonly<Record<string, unknown>>;
-  vocabSize: number;
-  numLayers: number;
-  hiddenSize: number;
-  /** max_position_embeddings. */
-  maxContext: number;
-  /** Preferred prefill chunk (tokens); null = the model opts out of chunked prefill. */
-  prefillChunk: number | null;
-  stats: { parameters: number; weightBytes: number };
-}
+/** What a model states about itself (the LanguageModel fields a DecoderModel is constructed with). */
+export type ModelIdentity = Pick<
+  LanguageModel, 'modelType' | 'config' | 'vocabSize' | 'numLayers' | 'hiddenSize' | 'maxContext' | 'prefillChunk' | 'stats'
+>;
 
 export abstract class DecoderModel<S extends SequenceState, L extends BatchLayout<{ start: number; len: number; newLen: number }>>
   implements LanguageModel

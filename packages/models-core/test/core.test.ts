@@ -54,7 +54,6 @@ describe('checkBatch and layoutRows', () => {
     expect(codeOf(() => checkBatch([{ ids: Int32Array.of(1), state: new FakeState(8) }], ctx))).toBe('E_CONTEXT');
     const ov = { rows: Int32Array.of(0), values: new Float32Array(4) };
     expect(codeOf(() => checkBatch([{ ids: Int32Array.of(1), state: s, embeddingOverrides: ov }], ctx))).toBe('E_INPUT');
-    expect(codeOf(() => checkBatch([{ ids: Int32Array.of(1), state: s, totalLength: -1 }], ctx))).toBe('E_INPUT');
     expect(() => checkBatch([{ ids: Int32Array.of(3, 12), state: s }], ctx)).toThrow(/batch\[0\]\.ids\[1\] = 12 is outside the vocabulary \[0, 10\)/);
     // Plain arrays are accepted and converted.
     expect(checkBatch([{ ids: [1, 2] as unknown as Int32Array, state: s }], ctx)[0]!.ids).toEqual(Int32Array.of(1, 2));

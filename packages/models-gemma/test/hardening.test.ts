@@ -5,19 +5,10 @@
  * - configs that contradict the tensors present (layer count, MoE flag, per-layer inputs, a short
  *   layer_types list, an AltUp clip ≤ 0) and tensors nothing reads are refused at load.
  */
-import { MemoryWeights, Tensor } from '@mlxcel/tensor';
+import { errorOf, MemoryWeights, Tensor } from '@mlxcel/tensor';
 import { describe, expect, it } from 'vitest';
 import { architectures } from '../src/index.js';
 import { copyStore, fixtureDir, loadFixture, loadModel, readConfig } from './helpers.js';
-
-function errorOf(fn: () => unknown): Error & { code?: string } {
-  try {
-    fn();
-  } catch (e) {
-    return e as Error & { code?: string };
-  }
-  throw new Error('did not throw');
-}
 
 /** The fixture's store with one f32 tensor replaced by a copy holding `value` at element 0 (or everywhere). */
 function poisoned(name: string, tensor: string, value: number, everywhere = false): { config: Record<string, unknown>; store: MemoryWeights } {

@@ -13,7 +13,7 @@ export * from './phimoe/index.js';
 export { ModelConfigError, type ConfigErrorCode } from '@mlxcel/models-core';
 export { convertPhiCheckpoint, stackPhiMoEExperts, type ConvertOptions, type Converted } from './convert.js';
 export { PhiSequence } from './common/sequence.js';
-export type { PhiForwardInput, PhiLayout, PhiRun } from './common/batch.js';
+export type { PhiLayout, PhiRun } from './common/batch.js';
 export { withQuantization, configDType, type RandomWeightOptions, type FloatDType } from '@mlxcel/models-core';
 
 export const architectures: ArchitectureDef[] = [phi3Architecture, phimoeArchitecture, phi3smallArchitecture];

@@ -3,7 +3,7 @@
  * router's own NaN check included), and a config with rope_scaling null / absent beyond the original
  * context runs plain RoPE, as Hugging Face does.
  */
-import { MemoryWeights, Tensor, type WeightStore } from '@mlxcel/tensor';
+import { errorOf, MemoryWeights, Tensor, type WeightStore } from '@mlxcel/tensor';
 import { describe, expect, it } from 'vitest';
 import { fixture, loadModel } from './helpers.js';
 
@@ -13,15 +13,6 @@ function withNaN(store: WeightStore, name: string): MemoryWeights {
   const t = store.get(name);
   m.set(name, Tensor.fromF32(t.toF32().fill(NaN), t.shape));
   return m;
-}
-
-function errorOf(fn: () => unknown): Error & { code?: string } {
-  try {
-    fn();
-  } catch (e) {
-    return e as Error & { code?: string };
-  }
-  throw new Error('did not throw');
 }
 
 describe('non-finite values are located', () => {

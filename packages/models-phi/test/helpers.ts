@@ -94,14 +94,18 @@ export function fullLogits(model: LanguageModel, ids: Int32Array): Float32Array 
   return model.forward([{ ids, state: model.newState() }])[0]!;
 }
 
-/** Logits of a prompt fed in chunks of `chunk` tokens, concatenated. */
-export function chunkedLogits(model: LanguageModel, ids: Int32Array, chunk: number, extra: Record<string, unknown> = {}): Float32Array {
+/**
+ * Logits of a prompt fed in chunks of `chunk` tokens, concatenated. `expectLength`: told to the state
+ * first (as the engine's prefill does), so LongRoPE uses the final table from the first chunk.
+ */
+export function chunkedLogits(model: LanguageModel, ids: Int32Array, chunk: number, opts: { expectLength?: number } = {}): Float32Array {
   const state = model.newState();
+  if (opts.expectLength !== undefined) state.expectLength!(opts.expectLength);
   const V = model.vocabSize;
   const out = new Float32Array(ids.length * V);
   for (let s = 0; s < ids.length; s += chunk) {
     const part = ids.subarray(s, Math.min(ids.length, s + chunk));
-    out.set(model.forward([{ ids: part, state, ...extra }])[0]!, s * V);
+    out.set(model.forward([{ ids: part, state }])[0]!, s * V);
   }
   return out;
 }

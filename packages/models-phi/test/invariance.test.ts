@@ -4,7 +4,8 @@
  *
  * LongRoPE: a prompt longer than L₀ is long from the first token in a single pass, but token-by-token
  * (or chunk-by-chunk) without a length hint it is short until the crossing and re-encoded there
- * (docs/architecture/phi3.md §4.4). So rows before the crossing are compared only when the `totalLength` hint is given;
+ * (docs/architecture/phi3.md §4.4). So rows before the crossing are compared only when the state was told the length
+ * to expect (`expectLength`, what the engine's prefill does);
  * rows from the crossing on must match in both cases.
  */
 import { describe, expect, it } from 'vitest';
@@ -28,8 +29,8 @@ function firstLongRow(model: LanguageModel, T: number): number {
   return l0; // row index l0 is token number l0 + 1
 }
 
-function tokenByToken(model: LanguageModel, ids: Int32Array, extra: Record<string, unknown> = {}): Float32Array {
-  return chunkedLogits(model, ids, 1, extra);
+function tokenByToken(model: LanguageModel, ids: Int32Array, opts: { expectLength?: number } = {}): Float32Array {
+  return chunkedLogits(model, ids, 1, opts);
 }
 
 describe.each(CASES)('%s', (name) => {
@@ -45,7 +46,7 @@ describe.each(CASES)('%s', (name) => {
     expect(maxAbsDiff(rows(inc, V, cross, T), rows(full, V, cross, T))).toBeLessThanOrEqual(TOL);
     // Before the crossing the incremental rows are short-table rows: really different (the check bites).
     if (cross > 0) expect(maxAbsDiff(rows(inc, V, 0, cross), rows(full, V, 0, cross))).toBeGreaterThan(1e-2);
-    const hinted = tokenByToken(model, prompt, { totalLength: T });
+    const hinted = tokenByToken(model, prompt, { expectLength: T });
     expect(maxAbsDiff(hinted, full)).toBeLessThanOrEqual(TOL);
   });
 
@@ -55,21 +56,21 @@ describe.each(CASES)('%s', (name) => {
     const from = Math.floor(cross / chunk) * chunk;
     expect(maxAbsDiff(rows(c, V, from, T), rows(full, V, from, T))).toBeLessThanOrEqual(TOL);
     if (from > 0) expect(maxAbsDiff(rows(c, V, 0, from), rows(full, V, 0, from))).toBeGreaterThan(1e-2);
-    expect(maxAbsDiff(chunkedLogits(model, prompt, chunk, { totalLength: T }), full)).toBeLessThanOrEqual(TOL);
+    expect(maxAbsDiff(chunkedLogits(model, prompt, chunk, { expectLength: T }), full)).toBeLessThanOrEqual(TOL);
   });
 
   it('a forked state continues exactly like the original and independently of it', () => {
     const k = Math.min(10, T - 2);
-    const hint = { totalLength: T };
     const state = model.newState();
-    model.forward([{ ids: prompt.subarray(0, k), state, ...hint }]);
+    state.expectLength!(T);
+    model.forward([{ ids: prompt.subarray(0, k), state }]);
     const fork = state.fork!();
     const other = state.fork!();
     expect(fork.offset).toBe(k);
     // A different continuation on one fork must not reach the others.
-    model.forward([{ ids: prompt.subarray(0, 3), state: other, ...hint }]);
-    const fromFork = model.forward([{ ids: prompt.subarray(k), state: fork, ...hint }])[0]!;
-    const fromOriginal = model.forward([{ ids: prompt.subarray(k), state, ...hint }])[0]!;
+    model.forward([{ ids: prompt.subarray(0, 3), state: other }]);
+    const fromFork = model.forward([{ ids: prompt.subarray(k), state: fork }])[0]!;
+    const fromOriginal = model.forward([{ ids: prompt.subarray(k), state }])[0]!;
     expect(maxAbsDiff(fromFork, rows(full, V, k, T))).toBeLessThanOrEqual(TOL);
     expect(maxAbsDiff(fromOriginal, rows(full, V, k, T))).toBeLessThanOrEqual(TOL);
   });

@@ -3,7 +3,7 @@
  * (long table; crossing L₀ = 32 during decode with a full re-encode). Tolerance: fixtures/README.md.
  */
 import { describe, expect, it } from 'vitest';
-import type { PhiForwardInput, PhiSequence } from '../src/index.js';
+import type { PhiSequence } from '../src/index.js';
 import { greedy, fullLogits, loadFixtureModel, maxAbsDiff } from './helpers.js';
 
 const TOL = 1e-3;
@@ -47,12 +47,13 @@ describe('phi3-tiny-long crossing', () => {
     expect(maxAbsDiff(row, fx.f32('crossing_greedy_logits').subarray(5 * 320, 6 * 320))).toBeLessThanOrEqual(TOL);
   });
 
-  it('the short table matters before the crossing: a long-from-the-start run (totalLength hint) differs there', () => {
+  it('the short table matters before the crossing: a long-from-the-start run (expectLength) differs there', () => {
     const prompt = fx.i32('crossing_input_ids');
     const ids = fx.i32('crossing_greedy_ids');
     const ref = fx.f32('crossing_greedy_logits');
     const state = model.newState();
-    const rows: Float32Array[] = [model.forward([{ ids: prompt, state, totalLength: 36 } as PhiForwardInput], { logits: 'last' })[0]!];
+    state.expectLength!(36);
+    const rows: Float32Array[] = [model.forward([{ ids: prompt, state }], { logits: 'last' })[0]!];
     for (let s = 0; s < 7; s++) rows.push(model.forward([{ ids: ids.subarray(s, s + 1), state }], { logits: 'last' })[0]!);
     // Steps 0–4 (total ≤ 32) were short in the reference: the long keys give clearly different logits.
     for (let s = 0; s < 5; s++) expect(maxAbsDiff(rows[s]!, ref.subarray(s * 320, (s + 1) * 320))).toBeGreaterThan(1e-2);

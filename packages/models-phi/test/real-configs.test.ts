@@ -18,15 +18,24 @@ function arch(type: string) {
   return architectures.find((a) => a.modelTypes.includes(type))!;
 }
 
+/**
+ * Lets the event loop run between the long synchronous steps (load, prefill, decode at real shapes):
+ * on a loaded machine one step can take tens of seconds, and vitest's worker RPC times out when the
+ * loop is blocked for a minute.
+ */
+const yieldToLoop = (): Promise<void> => new Promise((r) => setImmediate(r));
+
 /** Random weights at the config's shapes (layers cut), load, one forward of a short prompt. */
-function runRandom(config: Record<string, unknown>, layers: number, quantize?: { bits: number; groupSize: number }): LanguageModel {
+async function runRandom(config: Record<string, unknown>, layers: number, quantize?: { bits: number; groupSize: number }): Promise<LanguageModel> {
   const cfg: Record<string, unknown> = { ...config, num_hidden_layers: layers };
   const a = arch(cfg.model_type as string);
   const weights = a.randomWeights!(cfg, { seed: 7, ...(quantize ? { quantize } : {}) });
   const model = a.load({ config: quantize && !cfg.quantization ? withQuantization(cfg, quantize) : cfg, weights });
+  await yieldToLoop();
   const ids = Int32Array.from([1, 450, 4996, 17354, 1701]);
   const state = model.newState();
   const [logits] = model.forward([{ ids, state }]);
+  await yieldToLoop();
   expect(logits!.length).toBe(ids.length * model.vocabSize);
   let finite = true, lo = Infinity, hi = -Infinity;
   for (const v of logits!) {
@@ -50,8 +59,8 @@ describe('Phi-3-mini-4k-instruct', () => {
     expect([c.head_dim, c.num_key_value_heads, c.sliding_window, c.rope.type, c.rope.rotaryDim]).toEqual([96, 32, 2047, 'default', 96]);
     expect(c.tie_word_embeddings).toBe(false);
   });
-  it('runs a 1-layer random model at real shapes', () => {
-    const m = runRandom(raw, 1);
+  it('runs a 1-layer random model at real shapes', async () => {
+    const m = await runRandom(raw, 1);
     expect(m.vocabSize).toBe(32064);
   }, SLOW);
 });
@@ -67,8 +76,8 @@ describe('Phi-3.5-mini-instruct', () => {
     expect(short.scale).toBeCloseTo(Math.sqrt(17 / 12), 12);
     expect(long.scale).toBeCloseTo(Math.sqrt(17 / 12), 12);
   });
-  it('runs a 1-layer random model at real shapes', () => {
-    runRandom(raw, 1);
+  it('runs a 1-layer random model at real shapes', async () => {
+    await runRandom(raw, 1);
   }, SLOW);
 });
 
@@ -78,20 +87,20 @@ describe('Phi-4-mini-instruct', () => {
     const c = parsePhi3Config(raw);
     expect([c.head_dim, c.rope.rotaryDim, c.num_attention_heads, c.num_key_value_heads, c.tie_word_embeddings]).toEqual([128, 96, 24, 8, true]);
   });
-  it('runs a 1-layer random model at real shapes (bf16, tied 200064-row head)', () => {
-    runRandom(raw, 1);
+  it('runs a 1-layer random model at real shapes (bf16, tied 200064-row head)', async () => {
+    await runRandom(raw, 1);
   }, SLOW);
 });
 
 describe('mlx-community 4-bit Phi-4-mini-instruct', () => {
   const raw = realConfig('mlx-4bit--Phi-4-mini-instruct.json');
-  it('runs a 1-layer random 4-bit/g64 model (quantized embedding and tied head)', () => {
+  it('runs a 1-layer random 4-bit/g64 model (quantized embedding and tied head)', async () => {
     const a = arch('phi3');
     const cfg = { ...raw, num_hidden_layers: 1 };
     const w = a.randomWeights!(cfg, { seed: 3, quantize: { bits: 4, groupSize: 64 } });
     expect(w.get('model.embed_tokens.weight').dtype).toBe('U32');
     expect(w.has('lm_head.weight')).toBe(false);
-    runRandom(raw, 1, { bits: 4, groupSize: 64 });
+    await runRandom(raw, 1, { bits: 4, groupSize: 64 });
   }, SLOW);
 });
 
@@ -103,8 +112,8 @@ describe('Phi-3-small-8k-instruct', () => {
     expect([c.mup_attn_multiplier, c.mup_embedding_multiplier, c.mup_width_multiplier]).toEqual([1, 10, 8]);
     expect(c.rope.theta).toBe(1e6);
   });
-  it('runs a 2-layer random model (one block-sparse, one dense) and declares the 91 real dummy ids', () => {
-    const m = runRandom(raw, 2);
+  it('runs a 2-layer random model (one block-sparse, one dense) and declares the 91 real dummy ids', async () => {
+    const m = await runRandom(raw, 2);
     const ids = m.suppressedTokenIds();
     expect(ids.length).toBe(91);
     expect([...ids.slice(0, 6)]).toEqual([100256, 100258, 100259, 100260, 100264, 100265]);
@@ -126,7 +135,7 @@ describe('partial configs', () => {
     expect(() => parsePhiMoEConfig(raw)).toThrow(expect.objectContaining({ key: 'vocab_size', code: 'E_CONFIG_MISSING' }));
   });
 
-  it('Phi-3.5-MoE completed with the README hints runs 1 layer at real shapes (16 experts of 6400, 4-bit stacked)', () => {
+  it('Phi-3.5-MoE completed with the README hints runs 1 layer at real shapes (16 experts of 6400, 4-bit stacked)', async () => {
     const raw = realConfig('Phi-3.5-MoE-instruct.partial.json');
     // From fixtures/configs README "Notes": values seen in derived copies, not in the partial file.
     const seen = raw._seen_rope_scaling_long_factor_first_24_values as number[];
@@ -142,7 +151,7 @@ describe('partial configs', () => {
     const c = parsePhiMoEConfig(completed);
     expect([c.head_dim, c.num_local_experts, c.intermediate_size, c.rms_norm_eps, c.attention_bias, c.lm_head_bias]).toEqual([128, 16, 6400, 1e-5, true, true]);
     expect(c.rope.regimeFor(10).scale).toBeCloseTo(1.243163121016122, 12);
-    const m = runRandom(completed, 1, { bits: 4, groupSize: 64 });
+    const m = await runRandom(completed, 1, { bits: 4, groupSize: 64 });
     expect(m.stats.parameters).toBeGreaterThan(3 * 16 * 6400 * 4096);
   }, SLOW);
 });

@@ -25,7 +25,8 @@ describe('input validation', () => {
     expect(code(() => model.forward([{ ids: new Int32Array(0), state: model.newState() }]))).toBe('E_INPUT');
     expect(code(() => model.forward([]))).toBe('E_INPUT');
     expect(code(() => model.forward([{ ids, state: model.newState(), embeddingOverrides: { rows: Int32Array.from([0]), values: new Float32Array(128) } }]))).toBe('E_INPUT');
-    expect(code(() => model.forward([{ ids, state: model.newState(), totalLength: -1 } as never]))).toBe('E_INPUT');
+    expect(code(() => model.newState().expectLength!(-1))).toBe('E_INPUT');
+    expect(code(() => model.newState().expectLength!(2.5))).toBe('E_INPUT');
   });
   it('rejects unknown KV storage kinds, and contexts past max_position_embeddings', () => {
     expect(code(() => model.newState({ kvCache: 'q3' }))).toBe('E_CACHE_STORAGE');

@@ -12,6 +12,7 @@ export {
   type QuantConfig, type LoadOptions,
 } from './nn.js';
 export * as reference from './reference.js';
+export { openExpected, maxAbsDiff, relMaxDiff, errorOf, type ExpectedTensors } from './testing.js';
 export type { SequenceState, StateOptions, ForwardInput, ForwardOptions, LanguageModel, LoadContext, ArchitectureDef } from './model.js';
 export {
   firstNonFinite, assertFinite, NonFiniteError, NO_PROBE, locateNonFinite, nonFiniteLogitsError, nonFiniteReport, isNonFiniteFailure,

@@ -17,6 +17,13 @@ export interface SequenceState {
    * server's `n` choices) then share a single prefill. Optional: a state without it cannot be forked.
    */
   fork?(): SequenceState;
+  /**
+   * Tells the state how long the sequence will be once the prompt now being fed (possibly in chunks)
+   * is in: `total` = cached + whole prompt. Optional; a model whose per-sequence setup depends on the
+   * final length (Phi's LongRoPE picks its short or long table from it) uses it so that chunked prefill
+   * equals one pass; the hint holds until a trim. The engine's prefill calls it before every chunk.
+   */
+  expectLength?(total: number): void;
 }
 
 export interface StateOptions {
@@ -30,12 +37,6 @@ export interface ForwardInput {
   state: SequenceState;
   /** Optional replacement embeddings for some rows (multimodal soft tokens): rows x hidden, row index list. */
   embeddingOverrides?: { rows: Int32Array; values: Float32Array };
-  /**
-   * The sequence's final length when this call is one chunk of a longer prefill. Models whose RoPE
-   * table depends on the total length (LongRoPE) pick the table from it, so chunked prefill uses the
-   * same table as a single pass instead of re-encoding at the crossing.
-   */
-  totalLength?: number;
   /**
    * Multimodal spans of this call as [start, end) absolute position pairs, for models that attend
    * inside an image bidirectionally (Gemma 4 26B/31B sliding layers); other models ignore it. Every

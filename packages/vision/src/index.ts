@@ -13,7 +13,7 @@ export { parseGemma3nVisionConfig, type Gemma3nVisionConfig } from './gemma3n/co
 export { Gemma3nVisionEmbedder } from './gemma3n/embedder.js';
 export { MobileNetV5Encoder, MSFA_RESOLUTION, type MobileNetOutput } from './mobilenet/tower.js';
 export { samePadding, type FeatureMap } from './mobilenet/conv.js';
-export { avgPool, upsampleNearest } from './mobilenet/blocks.js';
+export { avgPool, resizeBilinear, upsampleNearest } from './mobilenet/blocks.js';
 export {
   hasVision, loadVisionModel, visionFamily, visionModelFrom,
   type VisionModel, type VisionModelSource, type Gemma3nVisionModel, type Gemma4VisionModel,

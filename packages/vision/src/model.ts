@@ -2,10 +2,9 @@
  * A vision model = processor settings + tower + embedder + the prompt token ids, loaded from a Gemma 3n
  * or Gemma 4 checkpoint (HF `model.vision_tower.*` or mlx-vlm `vision_tower.*` names).
  */
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Checkpoint, MlxcelError, quantConfigOf, type WeightStore } from '@mlxcel/tensor';
-import type { Json } from './config-read.js';
+import { towerFamily, towerSourceFromDir, type Json, type TowerSource } from '@mlxcel/models-core';
+import { MlxcelError, quantConfigOf, type WeightStore } from '@mlxcel/tensor';
 import { parseGemma3nVisionConfig, type Gemma3nVisionConfig } from './gemma3n/config.js';
 import { Gemma3nVisionEmbedder } from './gemma3n/embedder.js';
 import { parseGemma4VisionConfig, type Gemma4VisionConfig } from './gemma4/config.js';
@@ -40,24 +39,15 @@ export interface Gemma3nVisionModel {
 
 export type VisionModel = Gemma4VisionModel | Gemma3nVisionModel;
 
-export interface VisionModelSource {
-  config: Json;
-  weights: WeightStore;
-  /** preprocessor_config.json, when the checkpoint has one. */
-  preprocessor?: Json;
-  /** processor_config.json, when present (its `image_processor` block, overlaid by preprocessor_config). */
-  processor?: Json;
-  /** Name used in error messages. */
-  name?: string;
-}
+/**
+ * The checkpoint a vision model is built from; `processor` is processor_config.json (its
+ * `image_processor` block, overlaid by preprocessor_config).
+ */
+export type VisionModelSource = TowerSource;
 
 /** The vision family of a config (model_type gemma4 / gemma3n, or their vision_config model types). */
 export function visionFamily(config: Json): 'gemma4' | 'gemma3n' {
-  const mt = String(config.model_type ?? '');
-  const vt = String((config.vision_config as Json | undefined)?.model_type ?? '');
-  if (mt === 'gemma4' || vt === 'gemma4_vision') return 'gemma4';
-  if (mt === 'gemma3n' || vt === 'gemma3n_vision') return 'gemma3n';
-  throw new MlxcelError('E_CONFIG', `config.model_type "${mt}" has no supported vision tower (gemma4 or gemma3n)`);
+  return towerFamily(config, 'vision');
 }
 
 /** True when the config declares a vision tower. */
@@ -99,24 +89,7 @@ export function visionModelFrom(src: VisionModelSource): VisionModel {
   };
 }
 
-function readJson(path: string): Json | undefined {
-  if (!existsSync(path)) return undefined;
-  try {
-    return JSON.parse(readFileSync(path, 'utf8')) as Json;
-  } catch (e) {
-    throw new MlxcelError('E_CONFIG', `${path}: not valid JSON (${(e as Error).message})`);
-  }
-}
-
 /** Loads the vision model of a checkpoint folder (config.json, safetensors, preprocessor/processor configs). */
 export function loadVisionModel(dir: string, opts: { weights?: WeightStore } = {}): VisionModel {
-  const config = readJson(join(dir, 'config.json'));
-  if (!config) throw new MlxcelError('E_FILE', `${dir}: no config.json`);
-  return visionModelFrom({
-    config,
-    weights: opts.weights ?? Checkpoint.open(dir),
-    preprocessor: readJson(join(dir, 'preprocessor_config.json')),
-    processor: readJson(join(dir, 'processor_config.json')),
-    name: dir,
-  });
+  return visionModelFrom(towerSourceFromDir(dir, opts.weights));
 }

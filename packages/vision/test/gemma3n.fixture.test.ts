@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { decodeImage, encodeProcessed, loadVisionModel, processImage, type Gemma3nVisionModel } from '../src/index.js';
-import { expected, maxAbsDiff, relMaxDiff, toChw } from './helpers.js';
+import { maxAbsDiff, relMaxDiff } from '@mlxcel/tensor';
+import { expected, toChw } from './helpers.js';
 
 const e = expected('gemma3n-vision-tiny');
 

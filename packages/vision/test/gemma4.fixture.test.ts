@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { decodeImage, encodeProcessed, loadVisionModel, processImage, type Gemma4VisionModel } from '../src/index.js';
-import { expected, maxAbsDiff, relMaxDiff } from './helpers.js';
+import { maxAbsDiff, relMaxDiff } from '@mlxcel/tensor';
+import { expected } from './helpers.js';
 
 const e = expected('gemma4-vision-tiny');
 

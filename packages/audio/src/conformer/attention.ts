@@ -11,7 +11,8 @@
  */
 import * as native from '@mlxcel/core-native';
 import { ops } from '@mlxcel/tensor';
-import { timingSignal, type Projection } from './layers.js';
+import type { Projection } from '@mlxcel/models-core';
+import { timingSignal } from './layers.js';
 import type { LocalWindow } from './window.js';
 
 export interface LocalAttentionParams {

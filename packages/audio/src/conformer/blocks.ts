@@ -5,7 +5,7 @@
  */
 import * as native from '@mlxcel/core-native';
 import { MlxcelError, ops, RMSNorm, type WeightStore } from '@mlxcel/tensor';
-import { clamp, type Projection } from './layers.js';
+import { clamp, type Projection } from '@mlxcel/models-core';
 
 /** FFW(x) = x + w * post( clamp( W2 silu( W1 pre(clamp(x)) ) ) ). */
 export class ConformerFeedForward {

@@ -1,9 +1,9 @@
 /**
  * The subsampling Conv2d of both audio towers, channels-last ([time, freq, channel] activations), so
  * the per-position norms see contiguous channels and the final flatten (index f * C + c) is free.
+ * Kernels load through @mlxcel/models-core's `loadConvKernel` (HF torch or MLX channels-last layout).
  */
 import * as native from '@mlxcel/core-native';
-import { MlxcelError, type WeightStore } from '@mlxcel/tensor';
 
 export interface Conv2dSpec {
   cin: number;
@@ -14,29 +14,6 @@ export interface Conv2dSpec {
   strideW: number;
   /** Zero padding [top, bottom, left, right] (time before/after, frequency before/after). */
   pad: [number, number, number, number];
-}
-
-/**
- * Conv2d weights as [cout, kh*kw*cin] in (kh, kw, cin) order. HF stores [cout, cin, kh, kw]; mlx-vlm
- * conversions store channels-last [cout, kh, kw, cin]; the layout is told apart by shape.
- */
-export function loadConv2d(store: WeightStore, name: string, spec: Conv2dSpec): Float32Array {
-  if (!store.has(name)) throw new MlxcelError('E_MISSING_TENSOR', `missing tensor ${name}`);
-  const t = store.get(name);
-  const { cout, cin, kh, kw } = spec;
-  const s = t.shape;
-  const hf = s.length === 4 && s[0] === cout && s[1] === cin && s[2] === kh && s[3] === kw;
-  const mlx = s.length === 4 && s[0] === cout && s[1] === kh && s[2] === kw && s[3] === cin;
-  if (!hf && !mlx)
-    throw new MlxcelError('E_SHAPE', `${name}: shape [${s}] is neither [${cout}, ${cin}, ${kh}, ${kw}] (HF) nor [${cout}, ${kh}, ${kw}, ${cin}] (MLX)`);
-  const src = t.toF32();
-  if (mlx && !hf) return Float32Array.from(src);
-  const out = new Float32Array(cout * kh * kw * cin);
-  for (let o = 0; o < cout; o++)
-    for (let i = 0; i < cin; i++)
-      for (let y = 0; y < kh; y++)
-        for (let x = 0; x < kw; x++) out[((o * kh + y) * kw + x) * cin + i] = src[((o * cin + i) * kh + y) * kw + x]!;
-  return out;
 }
 
 /** x [h, w, cin] -> [outH, outW, cout]. */

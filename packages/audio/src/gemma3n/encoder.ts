@@ -3,10 +3,11 @@
  * conformer blocks with the inclusive local window (0 <= t - s <= 12), stride-`reduction` frame
  * reduction; and the multimodal embedder (soft path for encoder frames, hard path for audio token ids).
  */
-import { Linear, MlxcelError, ops, RMSNorm, loadVector, type QuantConfig, type WeightStore } from '@mlxcel/tensor';
+import { Linear, MlxcelError, ops, RMSNorm, type QuantConfig, type WeightStore } from '@mlxcel/tensor';
 import { LocalRelAttention } from '../conformer/attention.js';
 import { ConformerFeedForward, LightConv, loadDepthwise, maskRows } from '../conformer/blocks.js';
-import { clamp, clipBound, linearProjection, softplus, type Projection } from '../conformer/layers.js';
+import { WeightLoader, clamp, linearProjection, type Projection } from '@mlxcel/models-core';
+import { clipBound, softplus } from '../conformer/layers.js';
 import { inclusiveWindow, type LocalWindow } from '../conformer/window.js';
 import type { EncoderOutput } from '../encoder-output.js';
 import type { Gemma3nAudioConfig } from './config.js';
@@ -82,11 +83,12 @@ export class Gemma3nAudioEncoder {
   }
 
   static load(store: WeightStore, prefix: string, cfg: Gemma3nAudioConfig, quant?: QuantConfig): Gemma3nAudioEncoder {
+    const ld = new WeightLoader(store, quant); // full names: the tower prefix is part of each path
     const p = prefix;
     const D = cfg.hidden, hd = cfg.headDim;
     const sscp = Gemma3nSubsampler.load(store, p, cfg);
-    const inputProj = Linear.load(store, `${p}subsample_conv_projection.input_proj_linear`, { quant, bias: false, shape: [D, sscp.fOut * cfg.channels[1]] });
-    const norm = (name: string) => RMSNorm.load(store, name, cfg.eps, { dim: D });
+    const inputProj = ld.linear(`${p}subsample_conv_projection.input_proj_linear`, [D, sscp.fOut * cfg.channels[1]]);
+    const norm = (name: string) => ld.rmsNorm(name, D, cfg.eps);
     const lin = (name: string, shape: [number, number]) => linearProjection(store, name, { quant, shape });
     const clip = clipBound(store, `${p}conformer.0.ffw_layer_start.ffw_layer_1`, cfg.gradientClipping);
     const ffw = (name: string) =>
@@ -97,7 +99,7 @@ export class Gemma3nAudioEncoder {
     const blocks: Gemma3nConformerBlock[] = [];
     for (let i = 0; i < cfg.layers; i++) {
       const b = `${p}conformer.${i}`;
-      const pds = loadVector(store, `${b}.attention.attn.per_dim_scale`, hd);
+      const pds = ld.vector(`${b}.attention.attn.per_dim_scale`, hd);
       const attn = new LocalRelAttention({
         q: lin(`${b}.attention.attn.q_proj`, [D, D]),
         k: lin(`${b}.attention.attn.k_proj`, [D, D]),
@@ -151,13 +153,14 @@ export class Gemma3nAudioEmbedder {
   }
 
   static load(store: WeightStore, prefix: string, cfg: Gemma3nAudioConfig, quant?: QuantConfig): Gemma3nAudioEmbedder {
+    const ld = new WeightLoader(store, quant); // full names: the tower prefix is part of each path
     const D = cfg.hidden;
     // Linear.load reads float or MLX-quantized tables alike; the table is small, keep it as f32.
     const tab = Linear.load(store, `${prefix}embedding`, { quant }).weight;
     if (tab.rows !== cfg.vocabSize || tab.cols !== D)
       throw new MlxcelError('E_SHAPE', `${prefix}embedding.weight: [${tab.rows}, ${tab.cols}] but audio_config implies [${cfg.vocabSize}, ${D}]`);
     const table = tab.dequantize();
-    const projection = Linear.load(store, `${prefix}embedding_projection`, { quant, bias: false, shape: [cfg.textHidden, D] });
-    return new Gemma3nAudioEmbedder(table, RMSNorm.load(store, `${prefix}hard_embedding_norm`, cfg.eps, { dim: D }), RMSNorm.load(store, `${prefix}soft_embedding_norm`, cfg.eps, { dim: D }), projection, cfg);
+    const projection = ld.linear(`${prefix}embedding_projection`, [cfg.textHidden, D]);
+    return new Gemma3nAudioEmbedder(table, ld.rmsNorm(`${prefix}hard_embedding_norm`, D, cfg.eps), ld.rmsNorm(`${prefix}soft_embedding_norm`, D, cfg.eps), projection, cfg);
   }
 }

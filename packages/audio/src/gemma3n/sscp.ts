@@ -5,7 +5,8 @@
  * (as in the reference), so the last valid frames see the padded mel frames after them.
  */
 import { loadVector, type WeightStore } from '@mlxcel/tensor';
-import { conv2d, loadConv2d, type Conv2dSpec } from '../conformer/conv.js';
+import { loadConvKernel } from '@mlxcel/models-core';
+import { conv2d, type Conv2dSpec } from '../conformer/conv.js';
 import type { Gemma3nAudioConfig } from './config.js';
 
 /**
@@ -70,7 +71,7 @@ export class Gemma3nSubsampler {
       cin = cfg.channels[i]!;
     }
     const p = `${prefix}subsample_conv_projection`;
-    const weights = specs.map((s, i) => loadConv2d(store, `${p}.conv_${i}.conv.weight`, s)) as [Float32Array, Float32Array];
+    const weights = specs.map((s, i) => loadConvKernel(store, `${p}.conv_${i}.conv.weight`, s)) as [Float32Array, Float32Array];
     const gammas = specs.map((s, i) => loadVector(store, `${p}.conv_${i}.norm.weight`, s.cout)) as [Float32Array, Float32Array];
     return new Gemma3nSubsampler(specs as [Conv2dSpec, Conv2dSpec], weights, gammas, cfg.groupNormEps, f);
   }

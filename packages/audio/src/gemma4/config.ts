@@ -1,6 +1,5 @@
 /** Gemma 4 audio tower settings (`audio_config`, Gemma4AudioConfig) and the multimodal token ids. */
-import { MlxcelError } from '@mlxcel/tensor';
-import { ConfigReader, type Json } from '../config-util.js';
+import { ConfigReader, type Json } from '@mlxcel/models-core';
 
 export interface Gemma4AudioConfig {
   hidden: number;
@@ -29,37 +28,37 @@ export interface Gemma4AudioConfig {
 }
 
 export function parseGemma4AudioConfig(config: Json, opts: { nMel?: number; maxTokens?: number } = {}): Gemma4AudioConfig {
-  const top = new ConfigReader(config, 'config');
+  const top = new ConfigReader(config, 'gemma4');
   const a = top.sub('audio_config');
-  const hidden = a.int('hidden_size', undefined, 1);
-  const heads = a.int('num_attention_heads', undefined, 1);
-  if (hidden % heads) throw new MlxcelError('E_CONFIG', `config.audio_config: hidden_size ${hidden} is not divisible by num_attention_heads ${heads}`);
-  const act = a.str('hidden_act', 'silu');
-  if (act !== 'silu' && act !== 'swish') throw new MlxcelError('E_CONFIG', `config.audio_config.hidden_act: "${act}" is not supported (silu)`);
-  const ch = a.ints('subsampling_conv_channels', 2, [128, 32]);
-  const textHidden = top.sub('text_config').int('hidden_size', undefined, 1);
+  const hidden = a.int('hidden_size');
+  const heads = a.int('num_attention_heads');
+  if (hidden % heads) a.fail('num_attention_heads', `= ${heads} does not divide hidden_size = ${hidden}`);
+  a.oneOf('hidden_act', ['silu', 'swish'], 'silu');
+  const ch = a.intList('subsampling_conv_channels', 2, { default: [128, 32] });
+  const textHidden = top.sub('text_config').int('hidden_size');
+  const id = (key: string, dflt: number) => top.int(key, { default: dflt, min: 0 });
   return {
     hidden,
     heads,
     headDim: hidden / heads,
-    layers: a.int('num_hidden_layers', undefined, 1),
+    layers: a.int('num_hidden_layers'),
     channels: [ch[0]!, ch[1]!],
-    convKernel: a.int('conv_kernel_size', 5, 1),
-    residualWeight: a.num('residual_weight', 0.5),
-    chunk: a.int('attention_chunk_size', 12, 1),
-    contextLeft: a.int('attention_context_left', 13, 0),
-    contextRight: a.int('attention_context_right', 0, 0),
-    logitCap: a.num('attention_logit_cap', 50),
+    convKernel: a.int('conv_kernel_size', { default: 5 }),
+    residualWeight: a.num('residual_weight', { default: 0.5 }),
+    chunk: a.int('attention_chunk_size', { default: 12 }),
+    contextLeft: a.int('attention_context_left', { default: 13, min: 0 }),
+    contextRight: a.int('attention_context_right', { default: 0, min: 0 }),
+    logitCap: a.num('attention_logit_cap', { default: 50 }),
     useClippedLinears: a.bool('use_clipped_linears', true),
-    eps: a.num('rms_norm_eps', 1e-6),
-    gradientClipping: a.num('gradient_clipping', 1e10),
-    outputDims: a.int('output_proj_dims', hidden, 1),
+    eps: a.num('rms_norm_eps', { default: 1e-6 }),
+    gradientClipping: a.num('gradient_clipping', { default: 1e10 }),
+    outputDims: a.int('output_proj_dims', { default: hidden }),
     nMel: opts.nMel ?? 128,
     textHidden,
     tokens: {
-      boa: top.int('boa_token_id', 256000),
-      audio: top.int('audio_token_id', 258881),
-      eoa: top.has('eoa_token_id') ? top.int('eoa_token_id') : top.int('eoa_token_index', 258883),
+      boa: id('boa_token_id', 256000),
+      audio: id('audio_token_id', 258881),
+      eoa: top.has('eoa_token_id') ? top.int('eoa_token_id', { min: 0 }) : id('eoa_token_index', 258883),
     },
     maxTokens: opts.maxTokens ?? 750,
   };

@@ -3,11 +3,12 @@
  * blocks, input projection, conformer layers with the corrected local mask, output projection into
  * output_proj_dims; and the embedder into the text space (RMS0 then embedding_projection).
  */
-import { Linear, MlxcelError, ops, RMSNorm, LayerNorm, loadVector, type QuantConfig, type WeightStore } from '@mlxcel/tensor';
+import { Linear, MlxcelError, ops, RMSNorm, LayerNorm, type QuantConfig, type WeightStore } from '@mlxcel/tensor';
 import { LocalRelAttention } from '../conformer/attention.js';
 import { ConformerFeedForward, LightConv, loadDepthwise, maskRows } from '../conformer/blocks.js';
-import { conv2d, loadConv2d, type Conv2dSpec } from '../conformer/conv.js';
-import { ClippableLinear, clamp, clipBound, linearProjection, softplus, type Projection } from '../conformer/layers.js';
+import { WeightLoader, ClippableLinear, clamp, linearProjection, loadConvKernel, type Projection } from '@mlxcel/models-core';
+import { conv2d, type Conv2dSpec } from '../conformer/conv.js';
+import { clipBound, softplus } from '../conformer/layers.js';
 import { gemma4Window, type LocalWindow } from '../conformer/window.js';
 import type { EncoderOutput } from '../encoder-output.js';
 import type { Gemma4AudioConfig } from './config.js';
@@ -89,17 +90,18 @@ export class Gemma4AudioEncoder {
   }
 
   static load(store: WeightStore, prefix: string, cfg: Gemma4AudioConfig, quant?: QuantConfig): Gemma4AudioEncoder {
+    const ld = new WeightLoader(store, quant); // full names: the tower prefix is part of each path
     const p = prefix;
     const D = cfg.hidden, eps = cfg.eps;
     const [c0, c1] = cfg.channels;
     const spec = (cin: number, cout: number): Conv2dSpec => ({ cin, cout, kh: 3, kw: 3, strideH: 2, strideW: 2, pad: [1, 1, 1, 1] });
     const block = (name: string, s: Conv2dSpec) =>
-      new SubsampleBlock(s, loadConv2d(store, `${p}subsample_conv_projection.${name}.conv.weight`, s), new LayerNorm(loadVector(store, `${p}subsample_conv_projection.${name}.norm.weight`, s.cout), null, eps));
+      new SubsampleBlock(s, loadConvKernel(store, `${p}subsample_conv_projection.${name}.conv.weight`, s), new LayerNorm(ld.vector(`${p}subsample_conv_projection.${name}.norm.weight`, s.cout), null, eps));
     const blocks: [SubsampleBlock, SubsampleBlock] = [block('layer0', spec(1, c0)), block('layer1', spec(c0, c1))];
     const fOut = Math.floor((Math.floor((cfg.nMel - 1) / 2) + 1 - 1) / 2) + 1;
-    const inputProj = Linear.load(store, `${p}subsample_conv_projection.input_proj_linear`, { quant, bias: false, shape: [D, fOut * c1] });
+    const inputProj = ld.linear(`${p}subsample_conv_projection.input_proj_linear`, [D, fOut * c1]);
 
-    const norm = (name: string) => RMSNorm.load(store, name, eps, { dim: D });
+    const norm = (name: string) => ld.rmsNorm(name, D, eps);
     const proj = (name: string, shape: [number, number]): Projection =>
       cfg.useClippedLinears ? ClippableLinear.load(store, name, { quant, shape }) : linearProjection(store, `${name}.linear`, { quant, shape });
     // The gradient clamp is capped at the weight dtype's max (HF: min(gradient_clipping, finfo.max)).
@@ -122,12 +124,12 @@ export class Gemma4AudioEncoder {
     const layers: Gemma4ConformerLayer[] = [];
     for (let i = 0; i < cfg.layers; i++) {
       const l = `${p}layers.${i}`;
-      const pds = loadVector(store, `${l}.self_attn.per_dim_scale`, hd);
+      const pds = ld.vector(`${l}.self_attn.per_dim_scale`, hd);
       const qScale = Float32Array.from(pds, (v) => qBase * softplus(v));
       let kScale = new Float32Array(hd).fill(kBase);
       // Older exports carry a per-channel key scale too (llama.cpp supports it; current HF has none).
       if (store.has(`${l}.self_attn.per_dim_key_scale`)) {
-        const pdk = loadVector(store, `${l}.self_attn.per_dim_key_scale`, hd);
+        const pdk = ld.vector(`${l}.self_attn.per_dim_key_scale`, hd);
         kScale = Float32Array.from(pdk, (v) => kBase * softplus(v));
       }
       const attn = new LocalRelAttention({
@@ -146,7 +148,7 @@ export class Gemma4AudioEncoder {
         lconv, ffw(`${l}.feed_forward2`), norm(`${l}.norm_out`), clip,
       ));
     }
-    const outputProj = Linear.load(store, `${p}output_proj`, { quant, bias: true, shape: [cfg.outputDims, D] });
+    const outputProj = ld.linear(`${p}output_proj`, [cfg.outputDims, D], { bias: true });
     return new Gemma4AudioEncoder(cfg, blocks, inputProj, layers, outputProj);
   }
 }
@@ -158,6 +160,7 @@ export class Gemma4AudioEmbedder {
     return this.projection.forward(ops.rmsNorm(a, this.projection.inFeatures, null, this.eps), rows);
   }
   static load(store: WeightStore, prefix: string, cfg: Gemma4AudioConfig, quant?: QuantConfig): Gemma4AudioEmbedder {
-    return new Gemma4AudioEmbedder(Linear.load(store, `${prefix}embedding_projection`, { quant, bias: false, shape: [cfg.textHidden, cfg.outputDims] }), cfg.eps);
+    const ld = new WeightLoader(store, quant); // full names: the tower prefix is part of each path
+    return new Gemma4AudioEmbedder(ld.linear(`${prefix}embedding_projection`, [cfg.textHidden, cfg.outputDims]), cfg.eps);
   }
 }

@@ -71,6 +71,9 @@ static inline mlx::KernelTable make_table(const char* name) {
   t.glu = glu;
   t.moe_switch_glu = moe_switch_glu;
   t.dwconv2d = dwconv2d;
+  t.avg_pool2d = avg_pool2d;
+  t.resize_nearest2d = resize_nearest2d;
+  t.resize_bilinear2d = resize_bilinear2d;
   return t;
 }
 }  // namespace MLX_NS

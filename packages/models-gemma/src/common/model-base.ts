@@ -3,7 +3,7 @@
  * KV-shared layers reading their source's cache), the row layout from each state's offset, and the
  * LM head with final_logit_softcapping. Each architecture's model.ts supplies `finalHiddenStates`.
  */
-import { cacheSpecOf, DecoderModel, LmHead, type AttentionGeometry, type LayerCacheSpec } from '@mlxcel/models-core';
+import { cacheSpecOf, DecoderModel, LmHead, type AttentionGeometry, type LayerCacheSpec, type WeightStats } from '@mlxcel/models-core';
 import type { ForwardInput, ForwardOptions, Linear, RMSNorm, StateOptions } from '@mlxcel/tensor';
 import { layoutGemmaBatch, type GemmaForwardInput, type GemmaLayout } from './batch.js';
 import { GemmaState } from './state.js';
@@ -28,7 +28,7 @@ export abstract class GemmaModelBase extends DecoderModel<GemmaState, GemmaLayou
   protected constructor(
     config: Readonly<Record<string, unknown>>,
     cfg: GemmaBaseConfig,
-    w: { norm: RMSNorm; head: Linear; tally: { parameters: number; weightBytes: number } },
+    w: { norm: RMSNorm; head: Linear; stats: WeightStats },
     /** The attention geometry of every layer (its KV heads, head dim and window size its cache). */
     geometry: readonly AttentionGeometry[],
   ) {
@@ -36,7 +36,7 @@ export abstract class GemmaModelBase extends DecoderModel<GemmaState, GemmaLayou
       {
         modelType: cfg.modelType, config, vocabSize: cfg.vocabSize, numLayers: cfg.numLayers, hiddenSize: cfg.hiddenSize,
         maxContext: cfg.maxPositionEmbeddings, prefillChunk: PREFILL_CHUNK,
-        stats: { parameters: w.tally.parameters, weightBytes: w.tally.weightBytes },
+        stats: w.stats.value,
       },
       new LmHead(w.norm, w.head, { softcap: cfg.finalLogitSoftcapping }),
     );

@@ -3,13 +3,13 @@
  * docs/architecture/gemma-common.md §9). KV-shared layers load only q_proj / q_norm / o_proj: their k/v weights are
  * unused, so checkpoints with or without them load alike.
  */
-import { ConfigReader } from '@mlxcel/models-core';
+import { ConfigReader, type WeightLoader, type WeightStats } from '@mlxcel/models-core';
 import type { Embedding, Linear, RMSNorm, WeightStore } from '@mlxcel/tensor';
 import { GemmaAttention, type SharedQueryOffset } from '../common/attention.js';
 import { GemmaMLP } from '../common/mlp.js';
 import { PerLayerInputs } from '../common/ple.js';
 import { ropeTables } from '../common/rope.js';
-import { TowerLoader } from '../common/weights.js';
+import { HEAD_PATHS, openTextTower } from '../common/weights.js';
 import { AltUp } from './altup.js';
 import type { Gemma3nConfig } from './config.js';
 
@@ -37,7 +37,7 @@ export interface Gemma3nWeights {
   layers: Gemma3nLayer[];
   norm: RMSNorm;
   head: Linear;
-  tally: TowerLoader['tally'];
+  stats: WeightStats;
 }
 
 /** Clamp to ±clip (docs/architecture/gemma3n.md §7.1: both coefficient matrices, once at load). */
@@ -53,7 +53,7 @@ export function loadGemma3nWeights(
   cfg: Gemma3nConfig,
   opts: { sharedQueryOffset?: SharedQueryOffset } = {},
 ): Gemma3nWeights {
-  const ld = TowerLoader.open(store, config);
+  const ld = openTextTower(store, config);
   const H = cfg.hiddenSize, P = cfg.hiddenSizePerLayerInput, NL = cfg.numLayers, K = cfg.altupNumInputs, eps = cfg.eps;
   const hd = cfg.headDim, nh = cfg.numHeads, nkv = cfg.numKvHeads;
   const embed = ld.embedding('embed_tokens', [cfg.vocabSize, H]);
@@ -61,7 +61,7 @@ export function loadGemma3nWeights(
     { numLayers: NL, perLayer: P, hidden: H, vocabPerLayer: cfg.vocabSizePerLayerInput },
     ld.embedding('embed_tokens_per_layer', [cfg.vocabSizePerLayerInput, NL * P]),
     ld.linear('per_layer_model_projection', [NL * P, H]),
-    ld.norm('per_layer_projection_norm', P, eps),
+    ld.rmsNorm('per_layer_projection_norm', P, eps),
   );
   const altupProjections = Array.from({ length: K - 1 }, (_, k) => ld.linear(`altup_projections.${k}`, [H, H]));
   const altupUnembed = Array.from({ length: K - 1 }, (_, k) => ld.linear(`altup_unembed_projections.${k}`, [H, H]));
@@ -76,9 +76,9 @@ export function loadGemma3nWeights(
       {
         q: ld.linear(`${p}self_attn.q_proj`, [nh * hd, H]),
         o: ld.linear(`${p}self_attn.o_proj`, [H, nh * hd]),
-        qNorm: ld.norm(`${p}self_attn.q_norm`, hd, eps),
+        qNorm: ld.rmsNorm(`${p}self_attn.q_norm`, hd, eps),
         k: shared ? null : ld.linear(`${p}self_attn.k_proj`, [nkv * hd, H]),
-        kNorm: shared ? null : ld.norm(`${p}self_attn.k_norm`, hd, eps),
+        kNorm: shared ? null : ld.rmsNorm(`${p}self_attn.k_norm`, hd, eps),
         v: shared ? null : ld.linear(`${p}self_attn.v_proj`, [nkv * hd, H]),
       },
       ropes.get(type)!,
@@ -89,7 +89,7 @@ export function loadGemma3nWeights(
     const altup = new AltUp(
       K,
       H,
-      ld.norm(`${p}altup.router_norm`, H, eps),
+      ld.rmsNorm(`${p}altup.router_norm`, H, eps),
       ld.linear(`${p}altup.modality_router`, [K, H]),
       clamp(ld.dense(`${p}altup.prediction_coefs`, [K * K, K]), cfg.altupCoefClip),
       clamp(ld.dense(`${p}altup.correction_coefs`, [K, K]), cfg.altupCoefClip),
@@ -104,20 +104,20 @@ export function loadGemma3nWeights(
         cfg.activationSparsity[l],
       ),
       altup,
-      inputNorm: ld.norm(`${p}input_layernorm`, H, eps),
-      postAttnNorm: ld.norm(`${p}post_attention_layernorm`, H, eps),
-      preFfNorm: ld.norm(`${p}pre_feedforward_layernorm`, H, eps),
-      postFfNorm: ld.norm(`${p}post_feedforward_layernorm`, H, eps),
+      inputNorm: ld.rmsNorm(`${p}input_layernorm`, H, eps),
+      postAttnNorm: ld.rmsNorm(`${p}post_attention_layernorm`, H, eps),
+      preFfNorm: ld.rmsNorm(`${p}pre_feedforward_layernorm`, H, eps),
+      postFfNorm: ld.rmsNorm(`${p}post_feedforward_layernorm`, H, eps),
       laurelLeft: ld.linear(`${p}laurel.linear_left`, [cfg.laurelRank, H]),
       laurelRight: ld.linear(`${p}laurel.linear_right`, [H, cfg.laurelRank]),
-      postLaurelNorm: ld.norm(`${p}laurel.post_laurel_norm`, H, eps),
+      postLaurelNorm: ld.rmsNorm(`${p}laurel.post_laurel_norm`, H, eps),
       pliGate: ld.linear(`${p}per_layer_input_gate`, [P, H]),
       pliProjection: ld.linear(`${p}per_layer_projection`, [H, P]),
-      postPliNorm: ld.norm(`${p}post_per_layer_input_norm`, H, eps),
+      postPliNorm: ld.rmsNorm(`${p}post_per_layer_input_norm`, H, eps),
     };
   });
 
-  const norm = ld.norm('norm', H, eps);
-  const head = ld.head(embed, cfg.tieWordEmbeddings, [cfg.vocabSize, H]);
-  return { embed, ple, altupProjections, altupUnembed, layers, norm, head, tally: ld.tally };
+  const norm = ld.rmsNorm('norm', H, eps);
+  const head = ld.head(embed, { tied: cfg.tieWordEmbeddings, shape: [cfg.vocabSize, H], paths: HEAD_PATHS });
+  return { embed, ple, altupProjections, altupUnembed, layers, norm, head, stats: ld.stats };
 }

@@ -7,10 +7,10 @@
  *   m  = RMSNorm_{post_ff}(h1 + h2)
  * Router and experts come from @mlxcel/moe; this file only wires them to the layer's norms.
  */
+import type { WeightLoader } from '@mlxcel/models-core';
 import { Gemma4Router, loadExperts, type SwitchGLU } from '@mlxcel/moe';
 import { ops, type RMSNorm } from '@mlxcel/tensor';
 import type { GemmaMLP } from '../common/mlp.js';
-import type { TowerLoader } from '../common/weights.js';
 import type { Gemma4Config, Gemma4MoeConfig } from './config.js';
 
 export class Gemma4MoeBlock {
@@ -35,24 +35,23 @@ export class Gemma4MoeBlock {
   }
 }
 
-export function loadMoeBlock(ld: TowerLoader, p: string, cfg: Gemma4Config, moe: Gemma4MoeConfig): Gemma4MoeBlock {
+export function loadMoeBlock(ld: WeightLoader, p: string, cfg: Gemma4Config, moe: Gemma4MoeConfig): Gemma4MoeBlock {
   const H = cfg.hiddenSize, eps = cfg.eps;
   const block = ld.name(p.slice(0, -1)); // e.g. model.language_model.layers.3
   const router = Gemma4Router.load(ld.store, block, { numExperts: moe.numExperts, topK: moe.topK, hidden: H, eps, quant: ld.quant });
-  ld.tally.addWeight(router.proj);
-  ld.tally.addVector(router.scale);
-  ld.tally.addVector(router.perExpertScale);
+  ld.stats.streamed(router.proj);
+  ld.stats.vector(router.scale.length);
+  ld.stats.vector(router.perExpertScale.length);
   // HF fused `experts.gate_up_proj` / `experts.down_proj`, or mlx `experts.switch_glu.*` (detected by name).
   const experts = loadExperts(ld.store, block, 'auto', {
     numExperts: moe.numExperts, hidden: H, intermediate: moe.intermediate, activation: 'gelu_tanh', quant: ld.quant,
   });
-  ld.tally.parameters += 3 * moe.numExperts * moe.intermediate * H;
-  ld.tally.weightBytes += (experts.nbytes * moe.topK) / moe.numExperts; // only k of E experts are read per token
+  ld.stats.experts(3 * moe.numExperts * moe.intermediate * H, experts.nbytes, moe.topK, moe.numExperts); // only k of E experts are read per token
   return new Gemma4MoeBlock(
     router,
     experts,
-    ld.norm(`${p}pre_feedforward_layernorm_2`, H, eps),
-    ld.norm(`${p}post_feedforward_layernorm_1`, H, eps),
-    ld.norm(`${p}post_feedforward_layernorm_2`, H, eps),
+    ld.rmsNorm(`${p}pre_feedforward_layernorm_2`, H, eps),
+    ld.rmsNorm(`${p}post_feedforward_layernorm_1`, H, eps),
+    ld.rmsNorm(`${p}post_feedforward_layernorm_2`, H, eps),
   );
 }

@@ -3,13 +3,13 @@
  * load only q_proj / q_norm / o_proj (their k/v weights may or may not be in the file, §7); full
  * layers with attention_k_eq_v have no v_proj.
  */
-import { ConfigReader } from '@mlxcel/models-core';
+import { ConfigReader, type WeightLoader, type WeightStats } from '@mlxcel/models-core';
 import { MlxcelError, type Embedding, type Linear, type RMSNorm, type WeightStore } from '@mlxcel/tensor';
 import { GemmaAttention, type SharedQueryOffset } from '../common/attention.js';
 import { GemmaMLP } from '../common/mlp.js';
 import { PerLayerInputs } from '../common/ple.js';
 import { ropeTables } from '../common/rope.js';
-import { TowerLoader } from '../common/weights.js';
+import { HEAD_PATHS, openTextTower } from '../common/weights.js';
 import type { Gemma4Config } from './config.js';
 import { loadMoeBlock, type Gemma4MoeBlock } from './moe-block.js';
 
@@ -35,7 +35,7 @@ export interface Gemma4Weights {
   head: Linear;
   /** KV heads per layer as found in the checkpoint (§6.2 cross-check). */
   numKvHeads: number[];
-  tally: TowerLoader['tally'];
+  stats: WeightStats;
   warnings: string[];
 }
 
@@ -60,7 +60,7 @@ export function loadGemma4Weights(
   cfg: Gemma4Config,
   opts: { sharedQueryOffset?: SharedQueryOffset } = {},
 ): Gemma4Weights {
-  const ld = TowerLoader.open(store, config);
+  const ld = openTextTower(store, config);
   const warnings = [...cfg.warnings];
   const H = cfg.hiddenSize, NL = cfg.numLayers, P = cfg.hiddenSizePerLayerInput, eps = cfg.eps, nh = cfg.numHeads;
   const embed = ld.embedding('embed_tokens', [cfg.vocabSize, H]);
@@ -70,7 +70,7 @@ export function loadGemma4Weights(
           { numLayers: NL, perLayer: P, hidden: H, vocabPerLayer: cfg.vocabSizePerLayerInput },
           ld.embedding('embed_tokens_per_layer', [cfg.vocabSizePerLayerInput, NL * P]),
           ld.linear('per_layer_model_projection', [NL * P, H]),
-          ld.norm('per_layer_projection_norm', P, eps),
+          ld.rmsNorm('per_layer_projection_norm', P, eps),
         )
       : null;
 
@@ -97,9 +97,9 @@ export function loadGemma4Weights(
       {
         q: ld.linear(`${p}self_attn.q_proj`, [nh * hd, H]),
         o: ld.linear(`${p}self_attn.o_proj`, [H, nh * hd]),
-        qNorm: ld.norm(`${p}self_attn.q_norm`, hd, eps),
+        qNorm: ld.rmsNorm(`${p}self_attn.q_norm`, hd, eps),
         k: kProj[l] ?? null,
-        kNorm: shared ? null : ld.norm(`${p}self_attn.k_norm`, hd, eps),
+        kNorm: shared ? null : ld.rmsNorm(`${p}self_attn.k_norm`, hd, eps),
         v: shared || cfg.kEqV[l] ? null : ld.linear(`${p}self_attn.v_proj`, [nkv * hd, H]),
       },
       ropes.get(type)!,
@@ -112,31 +112,31 @@ export function loadGemma4Weights(
       attn,
       mlp: loadMlp(ld, cfg, l),
       moe: cfg.moe ? loadMoeBlock(ld, p, cfg, cfg.moe) : null,
-      inputNorm: ld.norm(`${p}input_layernorm`, H, eps),
-      postAttnNorm: ld.norm(`${p}post_attention_layernorm`, H, eps),
-      preFfNorm: ld.norm(`${p}pre_feedforward_layernorm`, H, eps),
-      postFfNorm: ld.norm(`${p}post_feedforward_layernorm`, H, eps),
+      inputNorm: ld.rmsNorm(`${p}input_layernorm`, H, eps),
+      postAttnNorm: ld.rmsNorm(`${p}post_attention_layernorm`, H, eps),
+      preFfNorm: ld.rmsNorm(`${p}pre_feedforward_layernorm`, H, eps),
+      postFfNorm: ld.rmsNorm(`${p}post_feedforward_layernorm`, H, eps),
       pli:
         P > 0
           ? {
               gate: ld.linear(`${p}per_layer_input_gate`, [P, H]),
               projection: ld.linear(`${p}per_layer_projection`, [H, P]),
-              norm: ld.norm(`${p}post_per_layer_input_norm`, H, eps),
+              norm: ld.rmsNorm(`${p}post_per_layer_input_norm`, H, eps),
             }
           : null,
       layerScalar: ld.has(`${p}layer_scalar`) ? ld.vector(`${p}layer_scalar`, 1)[0]! : 1,
     };
   });
-  const norm = ld.norm('norm', H, eps);
-  const head = ld.head(embed, cfg.tieWordEmbeddings, [cfg.vocabSize, H]);
-  return { embed, ple, layers, norm, head, numKvHeads, tally: ld.tally, warnings };
+  const norm = ld.rmsNorm('norm', H, eps);
+  const head = ld.head(embed, { tied: cfg.tieWordEmbeddings, shape: [cfg.vocabSize, H], paths: HEAD_PATHS });
+  return { embed, ple, layers, norm, head, numKvHeads, stats: ld.stats, warnings };
 }
 
 /**
  * The dense MLP, its width read from gate_proj and validated against the config rule (§7:
  * 2 × intermediate_size on KV-shared layers with use_double_wide_mlp).
  */
-function loadMlp(ld: TowerLoader, cfg: Gemma4Config, l: number): GemmaMLP {
+function loadMlp(ld: WeightLoader, cfg: Gemma4Config, l: number): GemmaMLP {
   const p = `layers.${l}.mlp.`, H = cfg.hiddenSize, want = cfg.intermediateSizes[l]!;
   const gate = ld.linearRows(`${p}gate_proj`, H);
   if (gate.outFeatures !== want)

@@ -2,9 +2,9 @@
  * The Phi row layout of one forward call: models-core `checkBatch` validates the inputs, then each
  * sequence gets its rows plus the RoPE table it uses this step.
  *
- * The LongRoPE regime is decided per sequence from its total length after the step, or from
- * `totalLength` when the caller says how long the prompt being prefilled in chunks will be
- * (docs/architecture/phi3.md §4.4). When the regime of the cached keys differs from the
+ * The LongRoPE regime is decided per sequence from its total length after the step, or from the
+ * length the state was told to expect (`PhiSequence.expectLength`: how long the prompt being prefilled
+ * in chunks will be, docs/architecture/phi3.md §4.4). When the regime of the cached keys differs from the
  * one this step needs, the whole sequence is re-encoded: its caches are dropped and its stored ids are
  * fed again in front of the new ones (what HF's `prepare_inputs_for_generation` does at the crossing);
  * only the new rows' logits are returned (`newLen`).
@@ -14,16 +14,11 @@ import type { RopeRegime, RopeSpec, RopeTable, RopeTableCache } from '@mlxcel/ro
 import type { ForwardInput } from '@mlxcel/tensor';
 import { PhiSequence } from './sequence.js';
 
-/** ForwardInput as Phi models read it (`totalLength` is part of the generic contract). */
-export type PhiForwardInput = ForwardInput;
-
 export type PhiRun = SeqRows<SeqFeed<PhiSequence> & {
   /** The caller's new ids (the last newLen of `fed`). */
   newIds: Int32Array;
   regime: RopeRegime;
   table: RopeTable;
-  /** The sequence's lengthFloor after this step. */
-  floor: number;
 }>;
 
 export type PhiLayout = BatchLayout<PhiRun>;
@@ -42,8 +37,7 @@ export function planBatch(batch: readonly ForwardInput[], ctx: PlanContext): Phi
   const checked = checkBatch(batch, { ...ctx, isState, acceptsEmbeddingOverrides: false });
   return layoutRows(checked.map(({ state: seq, ids: newIds, input }) => {
     const total = seq.offset + newIds.length;
-    const floor = Math.max(seq.lengthFloor, input.totalLength ?? 0);
-    const regime = ctx.rope.regimeFor(Math.max(total, floor));
+    const regime = ctx.rope.regimeFor(Math.max(total, seq.lengthFloor));
     let fed = newIds;
     let p0 = seq.offset;
     if (seq.offset === 0) {
@@ -56,7 +50,7 @@ export function planBatch(batch: readonly ForwardInput[], ctx: PlanContext): Phi
       p0 = 0;
       seq.resetCaches();
     }
-    return { state: seq, input, fed, p0, newLen: newIds.length, newIds, regime, table: ctx.tables.get(regime), floor };
+    return { state: seq, input, fed, p0, newLen: newIds.length, newIds, regime, table: ctx.tables.get(regime) };
   }));
 }
 
@@ -65,6 +59,5 @@ export function commitBatch(layout: PhiLayout): void {
   for (const r of layout.seqs) {
     r.state.appendIds(r.newIds);
     r.state.regime = r.regime;
-    r.state.lengthFloor = r.floor;
   }
 }

@@ -7,7 +7,7 @@
  */
 import { adoptLayers, snapshotLayers, type LayerCache } from '@mlxcel/cache';
 import type { RopeRegime } from '@mlxcel/rope';
-import type { SequenceState } from '@mlxcel/tensor';
+import { MlxcelError, type SequenceState } from '@mlxcel/tensor';
 
 /** True when a cache no longer holds position 0 (a sliding-window ring overwrote its oldest keys). */
 function evicted(c: LayerCache): boolean {
@@ -21,7 +21,7 @@ export class PhiSequence implements SequenceState {
   /** Regime of the keys now in the caches (null before the first step). */
   regime: RopeRegime | null = null;
   /**
-   * Length the RoPE regime is decided from at least: the largest `totalLength` hint since the last trim.
+   * Length the RoPE regime is decided from at least: the largest `expectLength` since the last trim.
    * Keeps a sequence prefilled under the long table long while it decodes up to the announced length
    * (docs/architecture/phi3.md §4.4 rule 3: never back from long to short); a trim clears it, so a trimmed sequence is
    * re-encoded exactly as a fresh run of its ids would be.
@@ -49,6 +49,17 @@ export class PhiSequence implements SequenceState {
     let n = 0;
     for (const c of this.caches) n += c.nbytes;
     return n;
+  }
+
+  /**
+   * The length this sequence will reach once the prompt now being fed is in (cached + whole prompt):
+   * the LongRoPE regime is chosen from it from the first chunk on, so chunked prefill equals one pass
+   * instead of re-encoding at the crossing. Held until a trim.
+   */
+  expectLength(total: number): void {
+    if (!(Number.isInteger(total) && total >= 0))
+      throw new MlxcelError('E_INPUT', `PhiSequence.expectLength: the expected length must be a non-negative integer, got ${String(total)}`);
+    this.lengthFloor = Math.max(this.lengthFloor, total);
   }
 
   /** Fresh caches; the ids stay (the caller re-feeds them). */

@@ -1,56 +1,45 @@
 /**
- * Loading helpers shared by the Phi weight maps: quantization detection by `.scales` (docs/architecture/formats.md §b,
- * via @mlxcel/tensor's nn loaders), shape checks against the config, and the weight statistics the
- * engine reports.
+ * The steps every Phi weight map shares, over models-core's WeightLoader (quantization detected by
+ * `.scales`, shapes checked against the config, size figures tallied): the unused-tensor tracking
+ * (old checkpoints' `self_attn.rotary_emb.inv_freq` RoPE buffers are dropped: the tables are
+ * recomputed), the token embedding [vocab, hidden], and at the end the LM head and the check that the
+ * checkpoint held nothing else.
  */
-import { Linear, MlxcelError, type QuantConfig, type Weight, type WeightStore, quantConfigOf } from '@mlxcel/tensor';
+import { WeightLoader } from '@mlxcel/models-core';
+import { TrackedWeights, type Embedding, type LayerNorm, type Linear, type RMSNorm, type WeightStore } from '@mlxcel/tensor';
 
-export interface LoadCtx {
-  store: WeightStore;
-  /** `quantization` / `quantization_config` block (global + per-path overrides), if any. */
-  quant: QuantConfig | undefined;
+/** What every Phi weight map holds: embedding, the decoder layers, the final norm, the LM head, the size figures. */
+export interface PhiWeights<L, N extends RMSNorm | LayerNorm> {
+  embed: Embedding;
+  layers: L[];
+  norm: N;
+  lmHead: Linear;
+  stats: { parameters: number; weightBytes: number };
 }
 
-export function loadCtx(store: WeightStore, config: Record<string, unknown>): LoadCtx {
-  return { store, quant: quantConfigOf(config) };
+export interface PhiCheckpoint {
+  ld: WeightLoader;
+  /** model.embed_tokens [vocab, hidden]. */
+  embed: Embedding;
+  /**
+   * The LM head [vocab, hidden] — the embedding when tied, else `lm_head` — with `lm_head.bias` iff the
+   * config declares one; then every tensor must have been read (E_UNEXPECTED_TENSOR names the rest).
+   */
+  finish(family: string, head: { tied: boolean; bias?: boolean }): { lmHead: Linear; stats: { parameters: number; weightBytes: number } };
 }
 
-/** A Linear whose [out, in] must match the config. `bias`: required (true) or absent (false). */
-export function linear(ctx: LoadCtx, path: string, out: number, inp: number, bias: boolean): Linear {
-  if (!bias && ctx.store.has(`${path}.bias`))
-    throw new MlxcelError('E_UNEXPECTED_TENSOR', `unexpected tensor ${path}.bias (the config declares no bias for this layer)`);
-  return Linear.load(ctx.store, path, { quant: ctx.quant, bias, shape: [out, inp] });
-}
-
-/** Checks a (possibly stacked) weight's logical shape. */
-export function checkShape(w: Weight, name: string, shape: readonly number[]): void {
-  if (w.shape.length !== shape.length || w.shape.some((d, i) => d !== shape[i]))
-    throw new MlxcelError('E_SHAPE', `${name}: shape [${w.shape.join(', ')}] but the config implies [${shape.join(', ')}]`);
-}
-
-/** Parameter count of a weight (logical elements, quantized or not). */
-export function paramCount(w: Weight): number {
-  return w.shape.reduce((a, b) => a * b, 1);
-}
-
-export class WeightStats {
-  parameters = 0;
-  weightBytes = 0;
-  /** A weight read in full every token. */
-  dense(w: Weight, extraParams = 0): void {
-    this.parameters += paramCount(w) + extraParams;
-    this.weightBytes += w.nbytes;
-  }
-  /** A weight of which only `fraction` is read per token (embedding rows, active experts). */
-  partial(w: Weight, fraction: number): void {
-    this.parameters += paramCount(w);
-    this.weightBytes += w.nbytes * fraction;
-  }
-  vector(n: number): void {
-    this.parameters += n;
-    this.weightBytes += 4 * n;
-  }
-  get value(): { parameters: number; weightBytes: number } {
-    return { parameters: this.parameters, weightBytes: Math.round(this.weightBytes) };
-  }
+export function openPhiCheckpoint(store: WeightStore, raw: Record<string, unknown>, c: { vocab_size: number; hidden_size: number }): PhiCheckpoint {
+  const tracked = new TrackedWeights(store);
+  tracked.ignore(/\.rotary_emb\.inv_freq$/);
+  const ld = WeightLoader.forConfig(tracked, raw);
+  const embed = ld.embedding('model.embed_tokens', [c.vocab_size, c.hidden_size]);
+  return {
+    ld,
+    embed,
+    finish(family, head) {
+      const lmHead = ld.head(embed, { tied: head.tied, bias: head.bias, shape: [c.vocab_size, c.hidden_size] });
+      tracked.assertAllUsed(family);
+      return { lmHead, stats: ld.stats.value };
+    },
+  };
 }

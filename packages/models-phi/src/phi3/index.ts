@@ -1,6 +1,5 @@
 import type { ArchitectureDef } from '@mlxcel/tensor';
-import { checkLayerCount } from '../common/layer-count.js';
-import type { RandomWeightOptions } from '@mlxcel/models-core';
+import { phiArchitecture } from '../common/architecture.js';
 import { Phi3Model } from './model.js';
 import { randomPhi3Weights } from './random.js';
 
@@ -9,11 +8,4 @@ export { loadPhi3Weights, type Phi3Weights, type Phi3Layer } from './weights.js'
 export { Phi3Model } from './model.js';
 export { randomPhi3Weights } from './random.js';
 
-export const phi3Architecture: ArchitectureDef = {
-  modelTypes: ['phi3'],
-  load: (ctx) => {
-    checkLayerCount(ctx.weights, ctx.config, 'phi3');  // before anything per-layer is built
-    return new Phi3Model(ctx.config, ctx.weights);
-  },
-  randomWeights: (config, opts?: RandomWeightOptions) => randomPhi3Weights(config, opts),
-};
+export const phi3Architecture: ArchitectureDef = phiArchitecture('phi3', (config, weights) => new Phi3Model(config, weights), randomPhi3Weights);

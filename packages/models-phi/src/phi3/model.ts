@@ -1,13 +1,14 @@
 /**
- * The Phi-3 / Phi-3.5-mini / Phi-4-mini model, the whole forward pass in one place
+ * The Phi-3 / Phi-3.5-mini / Phi-4-mini model: its decoder layer
  * (huggingface/transformers `models/phi3/modeling_phi3.py`: `Phi3Model.forward`,
  * `Phi3DecoderLayer.forward`; docs/architecture/phi3.md §3):
  *   embed → every pre-RMSNorm decoder layer (fused qkv, GQA attention with (partial) RoPE — LongRoPE
  *   short/long tables chosen per sequence —, fused gate_up SwiGLU MLP)
  * then models-core's LmHead: final RMSNorm → untied or tied head. No biases, no scaling of embeddings
- * or logits. Shapes: N rows, H = hidden_size, nH / nKV heads of D, I = intermediate_size.
+ * or logits (the embed → layers loop is common/model-base.ts). Shapes: N rows, H = hidden_size,
+ * nH / nKV heads of D, I = intermediate_size.
  */
-import { EMBEDDINGS_NAME, LmHead, runLayers, ScratchBuffers, type HiddenStateTap } from '@mlxcel/models-core';
+import { ScratchBuffers } from '@mlxcel/models-core';
 import { ops, type WeightStore } from '@mlxcel/tensor';
 import { swigluHalves } from '../common/activations.js';
 import { phiAttention, uniformAttention } from '../common/attention.js';
@@ -20,30 +21,18 @@ import { loadPhi3Weights, type Phi3Layer, type Phi3Weights } from './weights.js'
 /** Prefill chunk the engine should use (tokens); attention memory stays small at this size. */
 const PREFILL_CHUNK = 512;
 
-export class Phi3Model extends PhiModelBase {
-  readonly cfg: Phi3Config;
-  private readonly w: Phi3Weights;
+export class Phi3Model extends PhiModelBase<Phi3Config, Phi3Weights> {
   /** The layer's big intermediates, reused from layer to layer and call to call (see ScratchBuffers). */
   private readonly scratch = new ScratchBuffers();
 
   constructor(raw: Record<string, unknown>, store: WeightStore, opts: Phi3ConfigOptions = {}) {
     const cfg = parsePhi3Config(raw, opts);
-    const w = loadPhi3Weights(store, cfg, raw);
-    super(raw, cfg, new LmHead(w.norm, w.lmHead), uniformAttention(cfg), PREFILL_CHUNK, w.stats);
-    this.cfg = cfg;
-    this.w = w;
-  }
-
-  protected finalHiddenStates(b: PhiLayout, tap: HiddenStateTap | undefined): Float32Array {
-    const H = this.cfg.hidden_size;
-    const residual = this.w.embed.forward(b.ids); // [N, H]
-    tap?.(EMBEDDINGS_NAME, residual, H);
-    // Each layer updates the residual in place.
-    return runLayers(residual, this.numLayers, (l, h) => this.decoderLayer(l, this.w.layers[l]!, h, b), tap, H);
+    super(raw, cfg, loadPhi3Weights(store, cfg, raw), { attention: uniformAttention(cfg), prefillChunk: PREFILL_CHUNK });
   }
 
   /** One decoder layer, updating the residual h [N, H] in place (and returning it). */
-  private decoderLayer(l: number, L: Phi3Layer, h: Float32Array, b: PhiLayout): Float32Array {
+  protected decoderLayer(l: number, h: Float32Array, b: PhiLayout): Float32Array {
+    const L: Phi3Layer = this.w.layers[l]!;
     const { hidden_size: H, num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D, intermediate_size: I } = this.cfg;
     const N = b.n;
     const sc = this.scratch;

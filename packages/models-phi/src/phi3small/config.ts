@@ -2,26 +2,17 @@
  * config.json of `model_type: "phi3small"` (Phi-3-small-8k / 128k), docs/architecture/phi3small.md §1. Keys keep their
  * config.json names; derived values (head_dim, the MLP width, the attention scale) are resolved here.
  */
-import type { RopeSpec } from '@mlxcel/rope';
-import { ConfigReader } from '@mlxcel/models-core';
-import { headGeometry } from '../common/config.js';
+import { readPhiCommon, type PhiCommonConfig, type PhiRopeOptions } from '../common/config.js';
 
-export interface Phi3SmallConfig {
+/** head_dim = hidden_size / num_attention_heads (no head_dim key). */
+export interface Phi3SmallConfig extends PhiCommonConfig {
   model_type: 'phi3small';
-  hidden_size: number;
-  num_hidden_layers: number;
-  num_attention_heads: number;
-  num_key_value_heads: number;
-  /** hidden_size / num_attention_heads. */
-  head_dim: number;
   /** MLP width F (from ff_intermediate_size, or from ff_dim_multiplier, docs/architecture/phi3small.md §1). */
   ff_intermediate_size: number;
   hidden_act: 'gegelu';
   /** null = no clamping. */
   gegelu_limit: number | null;
   layer_norm_epsilon: number;
-  vocab_size: number;
-  max_position_embeddings: number;
   tie_word_embeddings: boolean;
   mup_use_scaling: boolean;
   mup_attn_multiplier: number;
@@ -34,14 +25,14 @@ export interface Phi3SmallConfig {
   blocksparse_num_local_blocks: number;
   blocksparse_vert_stride: number;
   blocksparse_homo_head_pattern: boolean;
-  rope: RopeSpec;
 }
 
-export function parsePhi3SmallConfig(raw: Record<string, unknown>, opts: { longropePolicy?: 'hf' | 'long-only' } = {}): Phi3SmallConfig {
-  const r = new ConfigReader(raw, 'phi3small');
-  r.modelType(['phi3small']);
-  const H = r.int('hidden_size');
-  const geo = headGeometry(r, H);
+export function parsePhi3SmallConfig(raw: Record<string, unknown>, opts: PhiRopeOptions = {}): Phi3SmallConfig {
+  const { r, common } = readPhiCommon(raw, 'phi3small', {
+    headDimKey: false, maxPositionDefault: 8192, ropeHeadDim: false, ropeTypes: ['default', 'longrope'],
+    ropeExpected: 'Phi-3-small (null or "longrope"/"su", docs/architecture/phi3small.md §5)',
+  }, opts);
+  const H = common.hidden_size;
   const hidden_act = r.oneOf('hidden_act', ['gegelu'] as const, 'gegelu');
   // Exactly one of ff_intermediate_size / ff_dim_multiplier (docs/architecture/phi3small.md §1).
   let F: number;
@@ -56,22 +47,13 @@ export function parsePhi3SmallConfig(raw: Record<string, unknown>, opts: { longr
   }
   const embMult = r.optNum('mup_embedding_multiplier');
   const nEvery = r.has('dense_attention_every_n_layers') ? r.int('dense_attention_every_n_layers', { min: 0 }) : null;
-  const rope = r.rope({ longropePolicy: opts.longropePolicy ?? 'hf' });
-  if (rope.type !== 'default' && rope.type !== 'longrope')
-    r.fail('rope_scaling', `type "${rope.type}" is not used by Phi-3-small (null or "longrope"/"su", docs/architecture/phi3small.md §5)`, 'E_CONFIG_UNSUPPORTED');
   return {
     model_type: 'phi3small',
-    hidden_size: H,
-    num_hidden_layers: r.int('num_hidden_layers'),
-    num_attention_heads: geo.nHeads,
-    num_key_value_heads: geo.nKvHeads,
-    head_dim: geo.headDim,
+    ...common,
     ff_intermediate_size: F,
     hidden_act,
     gegelu_limit: r.optNum('gegelu_limit', { positive: true }),
     layer_norm_epsilon: r.num('layer_norm_epsilon', { positive: true, default: 1e-5 }),
-    vocab_size: r.int('vocab_size'),
-    max_position_embeddings: r.int('max_position_embeddings', { default: 8192 }),
     // Absent ⇒ tied: the checkpoint has no lm_head (docs/architecture/phi3small.md §1).
     tie_word_embeddings: r.bool('tie_word_embeddings', true),
     mup_use_scaling: r.bool('mup_use_scaling', true),
@@ -83,7 +65,6 @@ export function parsePhi3SmallConfig(raw: Record<string, unknown>, opts: { longr
     blocksparse_num_local_blocks: r.int('blocksparse_num_local_blocks', { default: 16 }),
     blocksparse_vert_stride: r.int('blocksparse_vert_stride', { default: 8 }),
     blocksparse_homo_head_pattern: r.bool('blocksparse_homo_head_pattern', false),
-    rope,
   };
 }
 

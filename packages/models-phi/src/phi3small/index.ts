@@ -1,6 +1,5 @@
 import type { ArchitectureDef } from '@mlxcel/tensor';
-import { checkLayerCount } from '../common/layer-count.js';
-import type { RandomWeightOptions } from '@mlxcel/models-core';
+import { phiArchitecture } from '../common/architecture.js';
 import { Phi3SmallModel } from './model.js';
 import { randomPhi3SmallWeights } from './random.js';
 
@@ -11,11 +10,4 @@ export { dummyTokenIds } from './dummy.js';
 export { Phi3SmallModel } from './model.js';
 export { randomPhi3SmallWeights } from './random.js';
 
-export const phi3smallArchitecture: ArchitectureDef = {
-  modelTypes: ['phi3small'],
-  load: (ctx) => {
-    checkLayerCount(ctx.weights, ctx.config, 'phi3small');  // before anything per-layer is built
-    return new Phi3SmallModel(ctx.config, ctx.weights);
-  },
-  randomWeights: (config, opts?: RandomWeightOptions) => randomPhi3SmallWeights(config, opts),
-};
+export const phi3smallArchitecture: ArchitectureDef = phiArchitecture('phi3small', (config, weights) => new Phi3SmallModel(config, weights), randomPhi3SmallWeights);

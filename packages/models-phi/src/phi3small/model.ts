@@ -1,14 +1,15 @@
 /**
- * The Phi-3-small model, the whole forward pass in one place (microsoft/Phi-3-small-8k-instruct
+ * The Phi-3-small model: its decoder layer (microsoft/Phi-3-small-8k-instruct
  * `modeling_phi3_small.py` on the Hugging Face Hub: `Phi3SmallModel.forward`,
  * `Phi3SmallDecoderLayer.forward`; docs/architecture/phi3small.md §3):
  *   embed × mup_embedding_multiplier → every pre-LayerNorm decoder layer (biased grouped QKV, dense or
  *   block-sparse attention (HF layer rule) with scale mup_attn_multiplier / D under muP, GeGELU MLP)
- * then models-core's LmHead: final LayerNorm → tied head → ÷ mup_width_multiplier. Logits stay raw:
+ * (the embed → layers loop is common/model-base.ts) then models-core's LmHead: final LayerNorm → tied
+ * head → ÷ mup_width_multiplier. Logits stay raw:
  * the 91 dummy ids are declared by suppressedTokenIds() for the sampler. Shapes: N rows,
  * H = hidden_size, nH / nKV heads of D, F = ff_intermediate_size.
  */
-import { cacheSpecOf, EMBEDDINGS_NAME, LmHead, runLayers, type HiddenStateTap, type MaskBuilder } from '@mlxcel/models-core';
+import { cacheSpecOf, type MaskBuilder } from '@mlxcel/models-core';
 import { ops, type WeightStore } from '@mlxcel/tensor';
 import { gegelu } from '../common/activations.js';
 import { phiAttention } from '../common/attention.js';
@@ -29,9 +30,7 @@ function sameInts(a: Int32Array, b: Int32Array): boolean {
   return true;
 }
 
-export class Phi3SmallModel extends PhiModelBase {
-  readonly cfg: Phi3SmallConfig;
-  private readonly w: Phi3SmallWeights;
+export class Phi3SmallModel extends PhiModelBase<Phi3SmallConfig, Phi3SmallWeights> {
   private readonly sparse: BlockSparseSpec;
   private readonly dummy: Int32Array;
   /** Every sparse layer of one step sees the same positions: build each run's mask once. */
@@ -40,9 +39,6 @@ export class Phi3SmallModel extends PhiModelBase {
 
   constructor(raw: Record<string, unknown>, store: WeightStore, opts: { longropePolicy?: 'hf' | 'long-only' } = {}) {
     const cfg = parsePhi3SmallConfig(raw, opts);
-    const w = loadPhi3SmallWeights(store, cfg, raw);
-    // HF divides the f32 logits by mup_width_multiplier (a division, not a multiply by the reciprocal).
-    const head = new LmHead(w.finalNorm, w.lmHead, { divideBy: cfg.mup_width_multiplier });
     // muP: scale = mup_attn_multiplier / D, not 1/sqrt(D) (docs/architecture/phi3small.md §4).
     const geom = {
       nHeads: cfg.num_attention_heads, nKvHeads: cfg.num_key_value_heads, headDim: cfg.head_dim,
@@ -50,9 +46,11 @@ export class Phi3SmallModel extends PhiModelBase {
       window: null,
     };
     const layerCaches = Array.from({ length: cfg.num_hidden_layers }, () => cacheSpecOf(geom));
-    super(raw, cfg, head, { geom, layerCaches }, PREFILL_CHUNK, w.stats);
-    this.cfg = cfg;
-    this.w = w;
+    super(raw, cfg, loadPhi3SmallWeights(store, cfg, raw), {
+      attention: { geom, layerCaches }, prefillChunk: PREFILL_CHUNK, embeddingScale: cfg.mup_embedding_multiplier,
+      // HF divides the f32 logits by mup_width_multiplier (a division, not a multiply by the reciprocal).
+      head: { divideBy: cfg.mup_width_multiplier },
+    });
     this.dummy = dummyTokenIds(cfg.vocab_size);
     this.sparse = {
       blockSize: cfg.blocksparse_block_size, localBlocks: cfg.blocksparse_num_local_blocks,
@@ -71,17 +69,9 @@ export class Phi3SmallModel extends PhiModelBase {
     return this.dummy.slice();
   }
 
-  protected finalHiddenStates(b: PhiLayout, tap: HiddenStateTap | undefined): Float32Array {
-    const H = this.cfg.hidden_size, m = this.cfg.mup_embedding_multiplier;
-    const residual = this.w.embed.forward(b.ids); // [N, H]
-    if (m !== null) ops.scale(residual, m, 0, residual);
-    tap?.(EMBEDDINGS_NAME, residual, H);
-    // Each layer updates the residual in place.
-    return runLayers(residual, this.numLayers, (l, h) => this.decoderLayer(l, this.w.layers[l]!, h, b), tap, H);
-  }
-
   /** One decoder layer, updating the residual h [N, H] in place (and returning it). */
-  private decoderLayer(l: number, L: Phi3SmallLayer, h: Float32Array, b: PhiLayout): Float32Array {
+  protected decoderLayer(l: number, h: Float32Array, b: PhiLayout): Float32Array {
+    const L: Phi3SmallLayer = this.w.layers[l]!;
     const c = this.cfg, H = c.hidden_size;
     const N = b.n;
     const attnIn = L.inputNorm.forward(h, H); // [N, H]

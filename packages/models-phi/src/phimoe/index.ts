@@ -1,6 +1,5 @@
 import type { ArchitectureDef } from '@mlxcel/tensor';
-import { checkLayerCount } from '../common/layer-count.js';
-import type { RandomWeightOptions } from '@mlxcel/models-core';
+import { phiArchitecture } from '../common/architecture.js';
 import { PhiMoEModel } from './model.js';
 import { randomPhiMoEWeights } from './random.js';
 
@@ -9,11 +8,4 @@ export { loadPhiMoEWeights, type PhiMoEWeights, type PhiMoELayer } from './weigh
 export { PhiMoEModel, type RoutingObserver } from './model.js';
 export { randomPhiMoEWeights } from './random.js';
 
-export const phimoeArchitecture: ArchitectureDef = {
-  modelTypes: ['phimoe'],
-  load: (ctx) => {
-    checkLayerCount(ctx.weights, ctx.config, 'phimoe');  // before anything per-layer is built
-    return new PhiMoEModel(ctx.config, ctx.weights);
-  },
-  randomWeights: (config, opts?: RandomWeightOptions) => randomPhiMoEWeights(config, opts),
-};
+export const phimoeArchitecture: ArchitectureDef = phiArchitecture('phimoe', (config, weights) => new PhiMoEModel(config, weights), randomPhiMoEWeights);

@@ -1,6 +1,5 @@
 /** Gemma 3n vision_config and the image token ids. */
-import { MlxcelError } from '@mlxcel/tensor';
-import { Cfg, type Json } from '../config-read.js';
+import { ConfigReader, type Json } from '@mlxcel/models-core';
 
 export interface Gemma3nVisionConfig {
   /** MSFA output channels (vision_config.hidden_size); the soft tokens are scaled by √hidden. */
@@ -16,20 +15,18 @@ export interface Gemma3nVisionConfig {
 }
 
 export function parseGemma3nVisionConfig(config: Json): Gemma3nVisionConfig {
-  const top = new Cfg(config, 'config');
+  const top = new ConfigReader(config, 'gemma3n');
   const v = top.sub('vision_config');
-  const arch = v.str('architecture', 'mobilenetv5_300m_enc');
-  if (arch !== 'mobilenetv5_300m_enc')
-    throw new MlxcelError('E_CONFIG', `config.vision_config.architecture "${arch}" is not supported (mobilenetv5_300m_enc only)`);
-  if (v.has('do_pooling') && v.bool('do_pooling'))
-    throw new MlxcelError('E_CONFIG', 'config.vision_config.do_pooling true is not supported (Gemma 3n uses the unpooled 16x16 map)');
+  v.oneOf('architecture', ['mobilenetv5_300m_enc'], 'mobilenetv5_300m_enc');
+  v.requireFlag('do_pooling', false, 'Gemma 3n uses the unpooled 16x16 map');
+  const id = (key: string, dflt: number) => top.int(key, { default: dflt, min: 0 });
   return {
-    hidden: v.int('hidden_size', 2048, 1),
-    eps: v.num('rms_norm_eps', 1e-6),
-    vocabOffset: v.int('vocab_offset', 262144),
-    vocabSize: v.int('vocab_size', 128, 1),
-    softTokens: top.int('vision_soft_tokens_per_image', 256, 1),
-    textHidden: top.sub('text_config').int('hidden_size', undefined, 1),
-    tokens: { boi: top.int('boi_token_id', 255999), image: top.int('image_token_id', 262145), eoi: top.int('eoi_token_id', 262144) },
+    hidden: v.int('hidden_size', { default: 2048 }),
+    eps: v.num('rms_norm_eps', { default: 1e-6 }),
+    vocabOffset: v.int('vocab_offset', { default: 262144, min: 0 }),
+    vocabSize: v.int('vocab_size', { default: 128 }),
+    softTokens: top.int('vision_soft_tokens_per_image', { default: 256 }),
+    textHidden: top.sub('text_config').int('hidden_size'),
+    tokens: { boi: id('boi_token_id', 255999), image: id('image_token_id', 262145), eoi: id('eoi_token_id', 262144) },
   };
 }

@@ -3,6 +3,7 @@
  * t already × √hidden; hard tokens (ids in the vision vocabulary) e = RMS0(RN_w(E[id − offset];
  * hard_embedding_norm) · W_projᵀ). Neither is multiplied by √H of the text model.
  */
+import { WeightLoader } from '@mlxcel/models-core';
 import { Embedding, Linear, MlxcelError, ops, RMSNorm, type QuantConfig, type WeightStore } from '@mlxcel/tensor';
 import type { Gemma3nVisionConfig } from './config.js';
 
@@ -38,15 +39,16 @@ export class Gemma3nVisionEmbedder {
   }
 
   static load(store: WeightStore, p: string, cfg: Gemma3nVisionConfig, quant?: QuantConfig): Gemma3nVisionEmbedder {
+    const ld = new WeightLoader(store, quant); // full names: the tower prefix is part of each path
     const table = Embedding.load(store, `${p}embedding`, { quant });
     if (table.numEmbeddings !== cfg.vocabSize || table.dim !== cfg.hidden)
       throw new MlxcelError('E_SHAPE', `${p}embedding.weight: [${table.numEmbeddings}, ${table.dim}] but vision_config gives [${cfg.vocabSize}, ${cfg.hidden}]`);
     return new Gemma3nVisionEmbedder(
       cfg,
       table,
-      RMSNorm.load(store, `${p}hard_embedding_norm`, cfg.eps, { dim: cfg.hidden }),
-      RMSNorm.load(store, `${p}soft_embedding_norm`, cfg.eps, { dim: cfg.hidden }),
-      Linear.load(store, `${p}embedding_projection`, { quant, bias: false, shape: [cfg.textHidden, cfg.hidden] }),
+      ld.rmsNorm(`${p}hard_embedding_norm`, cfg.hidden, cfg.eps),
+      ld.rmsNorm(`${p}soft_embedding_norm`, cfg.hidden, cfg.eps),
+      ld.linear(`${p}embedding_projection`, [cfg.textHidden, cfg.hidden]),
     );
   }
 }

@@ -6,8 +6,8 @@
  * Activations f32 throughout.
  */
 import * as native from '@mlxcel/core-native';
-import { ClippableLinear, type Projection } from '@mlxcel/audio';
-import { Linear, MlxcelError, ops, RMSNorm, loadVector, type QuantConfig, type WeightStore } from '@mlxcel/tensor';
+import { WeightLoader, ClippableLinear, type Projection } from '@mlxcel/models-core';
+import { Linear, MlxcelError, ops, RMSNorm, type QuantConfig, type WeightStore } from '@mlxcel/tensor';
 import type { Gemma4Pixels } from '../processor/gemma4.js';
 import type { Gemma4VisionConfig } from './config.js';
 import { applyRope2d, rope2dPositions, rope2dTables, type Rope2dTables } from './rope2d.js';
@@ -148,16 +148,17 @@ export class Gemma4VisionTower {
   }
 
   static load(store: WeightStore, prefix: string, cfg: Gemma4VisionConfig, quant?: QuantConfig): Gemma4VisionTower {
+    const ld = new WeightLoader(store, quant); // full names: the tower prefix is part of each path
     const { hidden: D, numHeads: nh, numKvHeads: nkv, headDim: hd, intermediate: I, patchSize: p, positionEmbeddingSize: P, eps } = cfg;
-    const inputProj = Linear.load(store, `${prefix}patch_embedder.input_proj`, { quant, bias: false, shape: [D, 3 * p * p] });
+    const inputProj = ld.linear(`${prefix}patch_embedder.input_proj`, [D, 3 * p * p]);
     const tname = `${prefix}patch_embedder.position_embedding_table`;
-    const posTable = loadVector(store, tname, 2 * P * D);
+    const posTable = ld.vector(tname, 2 * P * D);
     const proj = (name: string, shape: [number, number]): Projection => {
       const cl = ClippableLinear.load(store, name, { quant, shape });
       // use_clipped_linears false: HF builds plain linears and never reads the bounds.
       return cfg.useClippedLinears ? cl : { inFeatures: cl.inFeatures, outFeatures: cl.outFeatures, forward: (x, r) => cl.linear.forward(x, r) };
     };
-    const norm = (name: string, dim: number) => RMSNorm.load(store, name, eps, { dim });
+    const norm = (name: string, dim: number) => ld.rmsNorm(name, dim, eps);
     const layers: EncoderLayer[] = [];
     for (let l = 0; l < cfg.numLayers; l++) {
       const b = `${prefix}encoder.layers.${l}.`;
@@ -181,7 +182,7 @@ export class Gemma4VisionTower {
     }
     if (store.has(`${prefix}encoder.layers.${cfg.numLayers}.input_layernorm.weight`))
       throw new MlxcelError('E_CONFIG', `${prefix}encoder has more layers than vision_config.num_hidden_layers ${cfg.numLayers}`);
-    const std = cfg.standardize ? { bias: loadVector(store, `${prefix}std_bias`, D), scale: loadVector(store, `${prefix}std_scale`, D) } : null;
+    const std = cfg.standardize ? { bias: ld.vector(`${prefix}std_bias`, D), scale: ld.vector(`${prefix}std_scale`, D) } : null;
     return new Gemma4VisionTower(cfg, inputProj, posTable, layers, std);
   }
 }
@@ -194,6 +195,7 @@ export class Gemma4VisionEmbedder {
     return this.projection.forward(x, n);
   }
   static load(store: WeightStore, prefix: string, cfg: Gemma4VisionConfig, quant?: QuantConfig): Gemma4VisionEmbedder {
-    return new Gemma4VisionEmbedder(Linear.load(store, `${prefix}embedding_projection`, { quant, bias: false, shape: [cfg.textHidden, cfg.hidden] }), cfg.eps);
+    const ld = new WeightLoader(store, quant); // full names: the tower prefix is part of each path
+    return new Gemma4VisionEmbedder(ld.linear(`${prefix}embedding_projection`, [cfg.textHidden, cfg.hidden]), cfg.eps);
   }
 }

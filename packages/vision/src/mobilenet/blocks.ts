@@ -144,9 +144,11 @@ export class MobileAttention implements Block {
 }
 
 /**
- * MobileNetV5MultiScaleFusionAdapter: inputs smaller than the first are upsampled (nearest,
- * src = ⌊dst·in/out⌋), concatenated on channels, FFN GELU(RN(pw_exp)) → RN(pw_proj), average-pooled
- * to the output resolution (kernel = stride = size / out when both sides divide), then RN(norm).
+ * MobileNetV5MultiScaleFusionAdapter (huggingface/pytorch-image-models `timm/models/mobilenetv5.py`,
+ * `MobileNetV5MultiScaleFusionAdapter.forward`): inputs smaller than the first are upsampled (nearest,
+ * src = ⌊dst·in/out⌋), concatenated on channels, FFN GELU(RN(pw_exp)) → RN(pw_proj), then brought to
+ * the output resolution — average-pooled (kernel = stride = size / out) when both sides are multiples
+ * of it, else resized bilinearly (align_corners = false, no antialias) — and RN(norm), always.
  */
 export class MultiScaleFusion {
   constructor(
@@ -177,41 +179,34 @@ export class MultiScaleFusion {
     y = this.pwExp.norm.forward(this.pwExp.conv.forward(y), true);
     y = this.pwProj.norm.forward(this.pwProj.conv.forward(y), false);
     if (H !== this.outSize || W !== this.outSize) {
-      if (H % this.outSize || W % this.outSize)
-        throw new MlxcelError('E_SHAPE', `MSFA: a ${H}x${W} map is not a multiple of the ${this.outSize}x${this.outSize} output (the bilinear path timm takes then is not implemented; the processors never produce such a size)`);
-      y = avgPool(y, H / this.outSize, W / this.outSize);
+      y = H % this.outSize || W % this.outSize
+        ? resizeBilinear(y, this.outSize, this.outSize) // [out, out, C]
+        : avgPool(y, H / this.outSize, W / this.outSize); // [out, out, C]
     }
     return this.norm.forward(y, false);
   }
 }
 
-/** Nearest upsampling to H × W (PyTorch `nearest`: src = ⌊dst · in / out⌋). */
+/** Nearest upsampling [h, w, C] → [H, W, C] (PyTorch `nearest`: src = ⌊dst · in / out⌋; native resizeNearest2d). */
 export function upsampleNearest(m: FeatureMap, H: number, W: number): FeatureMap {
   const out = new Float32Array(H * W * m.c);
-  for (let y = 0; y < H; y++) {
-    const sy = Math.floor((y * m.h) / H);
-    for (let x = 0; x < W; x++) {
-      const sx = Math.floor((x * m.w) / W);
-      out.set(m.x.subarray((sy * m.w + sx) * m.c, (sy * m.w + sx + 1) * m.c), (y * W + x) * m.c);
-    }
-  }
+  native.resizeNearest2d({ x: m.x, h: m.h, w: m.w, c: m.c, outH: H, outW: W, out });
   return { x: out, h: H, w: W, c: m.c };
 }
 
-/** Average pool with kernel = stride = (kh, kw), no padding. */
+/** Bilinear resize [h, w, C] → [H, W, C] (PyTorch `bilinear`, align_corners = false, no antialias; native resizeBilinear2d). */
+export function resizeBilinear(m: FeatureMap, H: number, W: number): FeatureMap {
+  const out = new Float32Array(H * W * m.c);
+  native.resizeBilinear2d({ x: m.x, h: m.h, w: m.w, c: m.c, outH: H, outW: W, out });
+  return { x: out, h: H, w: W, c: m.c };
+}
+
+/** Average pool [h, w, C] → [h/kh, w/kw, C], kernel = stride = (kh, kw) dividing the map, no padding (native avgPool2d). */
 export function avgPool(m: FeatureMap, kh: number, kw: number): FeatureMap {
-  const oh = Math.floor(m.h / kh), ow = Math.floor(m.w / kw), C = m.c;
-  const out = new Float32Array(oh * ow * C);
-  const inv = 1 / (kh * kw);
-  for (let y = 0; y < oh; y++)
-    for (let x = 0; x < ow; x++) {
-      const o = (y * ow + x) * C;
-      for (let dy = 0; dy < kh; dy++)
-        for (let dx = 0; dx < kw; dx++) {
-          const s = ((y * kh + dy) * m.w + x * kw + dx) * C;
-          for (let c = 0; c < C; c++) out[o + c]! += m.x[s + c]!;
-        }
-      for (let c = 0; c < C; c++) out[o + c] = Math.fround(out[o + c]! * inv);
-    }
-  return { x: out, h: oh, w: ow, c: C };
+  const oh = m.h / kh, ow = m.w / kw;
+  if (!Number.isInteger(oh) || !Number.isInteger(ow))
+    throw new MlxcelError('E_SHAPE', `avgPool: the kernel ${kh}x${kw} does not divide the ${m.h}x${m.w} map`);
+  const out = new Float32Array(oh * ow * m.c);
+  native.avgPool2d({ x: m.x, h: m.h, w: m.w, c: m.c, kh, kw, out });
+  return { x: out, h: oh, w: ow, c: m.c };
 }

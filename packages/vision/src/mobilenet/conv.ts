@@ -5,7 +5,8 @@
  * layout [out, in/groups, kh, kw] (HF) or channels-last [out, kh, kw, in/groups] (mlx-vlm).
  */
 import * as native from '@mlxcel/core-native';
-import { MlxcelError, ops, Weight, type Tensor, type WeightStore } from '@mlxcel/tensor';
+import { channelsLastKernel, convKernelDims, convKernelTensor, type ConvLayout } from '@mlxcel/models-core';
+import { MlxcelError, ops, Weight, type WeightStore } from '@mlxcel/tensor';
 
 /** A channels-last feature map. */
 export interface FeatureMap {
@@ -16,7 +17,7 @@ export interface FeatureMap {
   c: number;
 }
 
-export type ConvLayout = 'torch' | 'channels-last';
+export type { ConvLayout };
 
 /**
  * TF "same" padding along one axis: total = max((⌈n/s⌉ − 1)·s + k − n, 0), before = ⌊total/2⌋, the
@@ -26,13 +27,6 @@ export function samePadding(n: number, k: number, s: number): [number, number] {
   const total = Math.max((Math.ceil(n / s) - 1) * s + k - n, 0);
   const before = Math.floor(total / 2);
   return [before, total - before];
-}
-
-function tensorOf(store: WeightStore, name: string): Tensor {
-  if (!store.has(name)) throw new MlxcelError('E_MISSING_TENSOR', `missing tensor ${name}`);
-  const t = store.get(name);
-  if (t.shape.length !== 4) throw new MlxcelError('E_SHAPE', `${name}: shape [${t.shape}] is not a 4-D conv kernel`);
-  return t;
 }
 
 /**
@@ -78,22 +72,10 @@ export class FullConv {
   }
 
   static load(store: WeightStore, name: string, layout: ConvLayout, stride: number, opts: { bias?: 'optional' } = {}): FullConv {
-    const t = tensorOf(store, `${name}.weight`);
-    const s = t.shape;
-    const [cout, a, b, c] = s as [number, number, number, number];
-    const torch = layout === 'torch';
-    const cin = torch ? a : c, kh = torch ? b : a, kw = torch ? c : b;
-    if (kh !== kw) throw new MlxcelError('E_SHAPE', `${name}.weight: shape [${s}] is not a square kernel`);
-    const src = t.toF32();
-    let w: Float32Array;
-    if (!torch) w = Float32Array.from(src);
-    else {
-      w = new Float32Array(cout * kh * kw * cin);
-      for (let o = 0; o < cout; o++)
-        for (let i = 0; i < cin; i++)
-          for (let y = 0; y < kh; y++)
-            for (let x = 0; x < kw; x++) w[((o * kh + y) * kw + x) * cin + i] = src[((o * cin + i) * kh + y) * kw + x]!;
-    }
+    const t = convKernelTensor(store, `${name}.weight`);
+    const { cout, cin, kh, kw } = convKernelDims(t.shape, layout);
+    if (kh !== kw) throw new MlxcelError('E_SHAPE', `${name}.weight: shape [${t.shape}] is not a square kernel`);
+    const w = channelsLastKernel(t, layout); // [cout, kh·kw·cin]
     // Some community conversions drop the stem bias; timm builds it, so a missing one is zero.
     const bias = opts.bias && store.has(`${name}.bias`) ? store.get(`${name}.bias`).toF32() : null;
     if (bias && bias.length !== cout) throw new MlxcelError('E_SHAPE', `${name}.bias: ${bias.length} values for ${cout} output channels`);
@@ -124,7 +106,7 @@ export class DepthwiseConv {
   }
 
   static load(store: WeightStore, name: string, layout: ConvLayout, stride: number): DepthwiseConv {
-    const t = tensorOf(store, `${name}.weight`);
+    const t = convKernelTensor(store, `${name}.weight`);
     const s = t.shape as [number, number, number, number];
     const torch = layout === 'torch';
     const C = s[0], k = torch ? s[2] : s[1];
@@ -151,7 +133,7 @@ export class PointwiseConv {
     return { x: ops.matmul(m.x, m.h * m.w, this.weight), h: m.h, w: m.w, c: this.cout };
   }
   static load(store: WeightStore, name: string): PointwiseConv {
-    const t = tensorOf(store, `${name}.weight`);
+    const t = convKernelTensor(store, `${name}.weight`);
     const s = t.shape as [number, number, number, number];
     // [o, i, 1, 1] and [o, 1, 1, i] are both [o, i] in memory.
     const cin = s[2] === 1 && s[3] === 1 ? s[1] : s[3];
