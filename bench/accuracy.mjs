@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// What `--matmul fast` (16-bit integer activations in quantized prefill GEMMs) and `--matmul int8`
+// What `--matmul fast` (16-bit integer activations in quantized matmuls: prefill GEMMs and, on
+// avx512vnni, the decode GEMV) and `--matmul int8`
 // (8-bit) cost in accuracy, on every text fixture and on random models at real shapes:
 //   fixtures: for each fixtures/<case>/ with expected.safetensors (prompt, reference logits, greedy
 //             continuation), a trace in each precision (full forward over the prompt + 8 greedy steps)

@@ -57,7 +57,7 @@ export declare function mmapFile(path: string): ArrayBuffer;
 export declare function matmul(x: Float32Array, M: number, w: NativeWeight, bias: Float32Array | null, out: Float32Array): void;
 /**
  * Process-wide matmul precision. "exact" (the default): activations stay f32 in every matmul. "fast":
- * matmuls with M > 8 rows over 4-bit (and, with VNNI, 8-bit) MLX affine weights round x per weight group
+ * matmuls with M > 16 rows over 4-bit (and, with VNNI, 8-bit) MLX affine weights round x per weight group
  * to 16-bit integers (two int8 digit planes, error <= 1/65278 of the group's largest |x|) and use integer
  * dot products (VNNI / AVX2 / Arm SDOT variants; others stay exact). "int8": the same with one int8
  * plane (error <= 1/254; faster still, see docs/benchmarks.md). Returns the mode set.
@@ -74,6 +74,21 @@ export declare function binary(op: number, a: Float32Array, b: Float32Array, out
 export declare function affine(x: Float32Array, s: number, t: number, out: Float32Array): void;
 /** out = Σ_j coefs[j] · inputs[j] element-wise (1..64 inputs, each ≥ out.length floats; out may be an input). */
 export declare function linearCombine(inputs: readonly Float32Array[], coefs: Float32Array, out: Float32Array): void;
+/**
+ * K stream mixes per row in one pass: outputs[i][t, :] = Σ_j coefs[t, i, j] · inputs[j][t, :] for rows t of
+ * `width` floats, coefs [rows, outputs.length, inputs.length] (1..16 inputs and outputs). Outputs may be
+ * inputs; a coefficient of exactly 0 drops its term. (Gemma 3n's AltUp predict / correct.)
+ */
+export declare function mixStreams(inputs: readonly Float32Array[], coefs: Float32Array, outputs: readonly Float32Array[], rows: number, width: number): void;
+/**
+ * The final logit soft-cap with the NaN/Inf check in one pass: out = cap · tanh(x / cap) (cap 0: a copy),
+ * non-finite elements copied unchanged. Returns the index of the first non-finite element of x, or -1.
+ */
+export declare function softcapCheck(x: Float32Array, cap: number, out: Float32Array): number;
+/** x [rows, 2·half] = [gate | up] → out [rows, half] = act(gate) · up, act = UnaryOp.SILU or UnaryOp.GELU_TANH; out must not overlap x. */
+/** In place over rows of width dim: x ← max(x − (mean + std · z), 0), population std, statistics in double (Gemma 3n activation sparsity). */
+export declare function gaussianTopK(x: Float32Array, rows: number, dim: number, z: number): void;
+export declare function gatedAct(x: Float32Array, rows: number, half: number, act: number, out: Float32Array): void;
 export declare function rope(x: Float32Array, nTok: number, nHeads: number, headDim: number, positions: Int32Array, cosTab: Float32Array, sinTab: Float32Array, rotDim: number, interleaved: boolean): void;
 export declare function attention(o: AttentionOptions): void;
 export declare function toF32(src: ArrayBufferView | ArrayBuffer, srcDtype: 0 | 1 | 2, count: number, out: Float32Array): void;
@@ -205,7 +220,7 @@ export declare function kvImport(store: KvStoreDesc, slots: Int32Array, image: K
 declare const native: Record<string, unknown>;
 export default native;
 
-/** Native time per op kind since startProfile (matmul split into GEMV, M <= 8, and GEMM). */
+/** Native time per op kind since startProfile (matmul split into GEMV, M <= 16, and GEMM). */
 export interface OpProfile { [kind: string]: { calls: number; ms: number } }
 /** Starts timing every kernel call (clears earlier counts). Costs nothing measurable while off. */
 export declare function startProfile(): void;

@@ -4,9 +4,9 @@
 // it costs a few nanoseconds per call (native calls take microseconds or more).
 const timing = { on: false, ops: new Map() };
 
-/** `matmul` is split by shape: GEMV (decode, M <= 8) and GEMM (prefill) are different kernels. */
+/** `matmul` is split by shape: GEMV (decode and batched decode, M <= 16) and GEMM (prefill) are different kernels. */
 function kindOf(name, args) {
-  if (name === 'matmul') return args[1] > 8 ? 'matmul (GEMM, M > 8)' : 'matmul (GEMV, M <= 8)';
+  if (name === 'matmul') return args[1] > 16 ? 'matmul (GEMM, M > 16)' : 'matmul (GEMV, M <= 16)';
   return name;
 }
 

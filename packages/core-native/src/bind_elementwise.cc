@@ -1,4 +1,4 @@
-// Norms, softmax, unary/binary elementwise ops, affine and RoPE.
+// Norms, softmax, unary/binary elementwise ops, affine, stream mixes, the logit soft-cap and RoPE.
 #include <cmath>
 #include <cstdio>
 
@@ -123,6 +123,83 @@ Napi::Value LinearCombine(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// mixStreams(inputs: Float32Array[J], coefs, outputs: Float32Array[I], rows, width):
+// outputs[i][t, :] = sum_j coefs[t, i, j] * inputs[j][t, :] over rows t of `width` floats; coefs
+// [rows, I, J]. Outputs may be inputs (each element is read from every input before it is written).
+Napi::Value MixStreams(const Napi::CallbackInfo& info) {
+  const char* fn = "mixStreams";
+  Napi::Env env = info.Env();
+  if (!info[0].IsArray()) throw_type(env, "mixStreams: inputs must be an array of Float32Array");
+  if (!info[2].IsArray()) throw_type(env, "mixStreams: outputs must be an array of Float32Array");
+  Napi::Array ins = info[0].As<Napi::Array>(), outs = info[2].As<Napi::Array>();
+  const uint32_t J = ins.Length(), I = outs.Length();
+  if (J < 1 || J > uint32_t(kMaxMix))
+    throw_range(env, "mixStreams: inputs has " + std::to_string(J) + " arrays, needs 1.." + std::to_string(kMaxMix));
+  if (I < 1 || I > uint32_t(kMaxMix))
+    throw_range(env, "mixStreams: outputs has " + std::to_string(I) + " arrays, needs 1.." + std::to_string(kMaxMix));
+  const int64_t rows = int_arg(info[3], fn, "rows", 0, int64_t(1) << 40);
+  const int64_t width = int_arg(info[4], fn, "width", 1, int64_t(1) << 30);
+  const int64_t n = count_of(env, fn, rows, width);
+  const float* c = f32_arg(info[1], fn, "coefs", count_of(env, fn, rows, I, J));
+  const float* xs[kMaxMix];
+  float* ys[kMaxMix];
+  char name[24];
+  for (uint32_t j = 0; j < J; j++) {
+    std::snprintf(name, sizeof name, "inputs[%u]", j);
+    xs[j] = f32_arg(ins.Get(j), fn, name, n);
+  }
+  for (uint32_t i = 0; i < I; i++) {
+    std::snprintf(name, sizeof name, "outputs[%u]", i);
+    ys[i] = f32_arg(outs.Get(i), fn, name, n);
+  }
+  if (rows > 0) kernels().mix_streams(xs, int(J), c, ys, int(I), rows, width);
+  return env.Undefined();
+}
+
+// softcapCheck(x, cap, out) -> index of the first non-finite element of x, or -1:
+// out = cap * tanh(x / cap) (cap 0: a copy), non-finite elements copied unchanged. out may be x.
+Napi::Value SoftcapCheck(const Napi::CallbackInfo& info) {
+  const char* fn = "softcapCheck";
+  const int64_t n = length_of(info[0], fn, "x");
+  const float* x = f32_arg(info[0], fn, "x", n);
+  const double cap = num_arg(info[1], fn, "cap");
+  if (!(cap >= 0.0 && std::isfinite(cap)))
+    throw_range(info.Env(), "softcapCheck: cap must be a finite number >= 0 (0 = no soft-cap), got " + std::to_string(cap));
+  float* out = f32_arg(info[2], fn, "out", n);
+  const int64_t bad = n ? kernels().softcap_check(x, n, float(cap), out) : -1;
+  return Napi::Number::New(info.Env(), double(bad));
+}
+
+// gatedAct(x, rows, half, act, out): x [rows, 2*half] = [gate | up] -> out [rows, half] = act(gate) * up,
+// act = UnaryOp.SILU or UnaryOp.GELU_TANH. out must not overlap x.
+Napi::Value GatedAct(const Napi::CallbackInfo& info) {
+  const char* fn = "gatedAct";
+  const int64_t rows = int_arg(info[1], fn, "rows", 0, int64_t(1) << 40);
+  const int64_t half = int_arg(info[2], fn, "half", 1, int64_t(1) << 30);
+  const int act = int(int_arg(info[3], fn, "act", 0, kSqrt));
+  if (act != kSilu && act != kGeluTanh)
+    throw_range(info.Env(), "gatedAct: act must be UnaryOp.SILU or UnaryOp.GELU_TANH, got " + std::to_string(act));
+  const float* x = f32_arg(info[0], fn, "x", count_of(info.Env(), fn, rows, 2, half));
+  float* out = f32_arg(info[4], fn, "out", count_of(info.Env(), fn, rows, half));
+  const Bytes xb = bytes_arg(info[0], fn, "x"), ob = bytes_arg(info[4], fn, "out");
+  if (rows && ob.data < xb.data + xb.size && xb.data < ob.data + ob.size)
+    throw_range(info.Env(), "gatedAct: out overlaps x (write the result to a separate array)");
+  if (rows) kernels().gated_act(x, rows, half, act, out);
+  return info.Env().Undefined();
+}
+
+// gaussianTopK(x, rows, dim, z): in place, x <- max(x - (mean + std * z), 0) per row (population std).
+Napi::Value GaussianTopK(const Napi::CallbackInfo& info) {
+  const char* fn = "gaussianTopK";
+  const int64_t rows = int_arg(info[1], fn, "rows", 0, int64_t(1) << 40);
+  const int64_t dim = int_arg(info[2], fn, "dim", 1, int64_t(1) << 30);
+  float* x = f32_arg(info[0], fn, "x", count_of(info.Env(), fn, rows, dim));
+  const double z = num_arg(info[3], fn, "z");
+  if (!std::isfinite(z)) throw_range(info.Env(), "gaussianTopK: z must be a finite number, got " + std::to_string(z));
+  if (rows) kernels().gaussian_topk(x, rows, dim, z);
+  return info.Env().Undefined();
+}
+
 // rope(x, nTok, nHeads, headDim, positions, cosTab, sinTab, rotDim, interleaved) — in place on x.
 Napi::Value Rope(const Napi::CallbackInfo& info) {
   const char* fn = "rope";
@@ -160,6 +237,10 @@ void RegisterElementwise(Napi::Env env, Napi::Object exports) {
   exports.Set("affine", Napi::Function::New(env, Affine, "affine"));
   exports.Set("linearCombine", Napi::Function::New(env, LinearCombine, "linearCombine"));
   exports.Set("rope", Napi::Function::New(env, Rope, "rope"));
+  exports.Set("mixStreams", Napi::Function::New(env, MixStreams, "mixStreams"));
+  exports.Set("softcapCheck", Napi::Function::New(env, SoftcapCheck, "softcapCheck"));
+  exports.Set("gatedAct", Napi::Function::New(env, GatedAct, "gatedAct"));
+  exports.Set("gaussianTopK", Napi::Function::New(env, GaussianTopK, "gaussianTopK"));
 }
 
 }  // namespace mlx

@@ -1,6 +1,6 @@
 // matmul(x, M, weight, bias|null, out), gather(ids, weight, out) and the process-wide matmul precision
 // (setMatmulPrecision / matmulPrecision): "exact" (default) keeps activations f32 everywhere; "fast" and
-// "int8" let quantized GEMMs (M > 8) quantize activations per weight group to 16 bits (two int8 digit
+// "int8" let quantized GEMMs (M > 16) quantize activations per weight group to 16 bits (two int8 digit
 // planes) or 8 bits and use integer dot products (isa/gemm_q8act.h).
 #include <atomic>
 

@@ -170,6 +170,7 @@ enum UnaryOp : int { kSilu = 0, kGeluTanh = 1, kGeluErf = 2, kRelu = 3, kTanh = 
 enum BinaryOp : int { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3, kMax = 4 };
 
 constexpr int kMaxLinComb = 64;  // inputs of one lincomb call
+constexpr int kMaxMix = 16;      // inputs and outputs of one mix_streams call
 
 struct KernelTable {
   const char* name;
@@ -192,6 +193,17 @@ struct KernelTable {
   void (*affine)(const float* x, int64_t n, float s, float t, float* out);
   // out[i] = sum_{j < k} c[j] * xs[j][i]; 1 <= k <= kMaxLinComb; out may alias an input.
   void (*lincomb)(const float* const* xs, const float* c, int k, int64_t n, float* out);
+  // outs[i][t*H + e] = sum_{j < J} c[(t*I + i)*J + j] * xs[j][t*H + e] for rows t < rows; J, I <= kMaxMix;
+  // outputs may alias inputs; zero coefficients drop their term.
+  void (*mix_streams)(const float* const* xs, int J, const float* c, float* const* outs, int I, int64_t rows, int64_t H);
+  // out = cap * tanh(x / cap) (cap > 0; cap == 0: a copy), non-finite elements copied unchanged;
+  // returns the first non-finite element's index, or -1. out may be x.
+  int64_t (*softcap_check)(const float* x, int64_t n, float cap, float* out);
+  // x [rows, 2*half] = [gate | up] -> out [rows, half] = act(gate) * up, act = kSilu or kGeluTanh.
+  void (*gated_act)(const float* x, int64_t rows, int64_t half, int act, float* out);
+  // In place over rows of width dim: x <- max(x - (mean + std * z), 0) (population std; Gemma 3n's
+  // activation sparsity).
+  void (*gaussian_topk)(float* x, int64_t rows, int64_t dim, double z);
   // In-place rotary embedding on x[n_tok, n_heads, head_dim] using cos/sin tables [tab_rows, rot_dim/2].
   void (*rope)(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, const int32_t* pos,
                const float* cos_tab, const float* sin_tab, int64_t rot_dim, bool interleaved);

@@ -1,7 +1,8 @@
 // Conformance of the integer-activation GEMM (setMatmulPrecision('fast' | 'int8'), src/isa/gemm_q8act.h)
-// on every kernel variant this machine runs. Where it applies (4-bit weights on avx2 / avx2vnni /
-// avx512vnni / neon_dotprod, 8-bit on the VNNI variants; M > 8; group 32/64/128) the result must equal
-// its definition,
+// on every kernel variant this machine runs, and of the GEMV's integer-activation planes (M <= 16,
+// avx512vnni). Where it applies (GEMM: 4-bit weights on avx2 / avx2vnni / avx512vnni / neon_dotprod,
+// 8-bit on the VNNI variants, M > 16; GEMV: 4-/8-bit on avx512vnni; group 32/64/128) the result must
+// equal its definition,
 //   y[m, n] = sum_g ( s[n,g] * dx[m,g] * sum_{c in g} q[n,c] * xq[m,c] + b[n,g] * sum_{c in g} x[m,c] ) + bias[n],
 //   dx[m,g] = max_{c in g} |x[m,c]| / T,  xq = round_half_even(f32(x * f32(T / max))),
 //   T = 32639 ("fast": two int8 digit planes) or 127 ("int8")
@@ -16,8 +17,10 @@ const initialIsa = native.cpuInfo().isa;
 afterAll(() => native.setIsa(initialIsa));
 afterEach(() => native.setMatmulPrecision('exact'));
 
-/** Code widths the fast path takes per variant (the others keep the exact path). */
+/** Code widths the fast GEMM (M > 16) takes per variant (the others keep the exact path). */
 const FAST_BITS: Record<string, number[]> = { avx2: [4], avx2vnni: [4, 8], avx512vnni: [4, 8], neon_dotprod: [4] };
+/** Code widths the GEMV (M <= 16) takes the integer activations for (K % 128 == 0 here). */
+const GEMV_FAST_BITS: Record<string, number[]> = { avx512vnni: [4, 8] };
 
 const f = Math.fround;
 function roundHalfEven(v: number): number {
@@ -102,7 +105,7 @@ for (const isa of VARIANTS) {
           const q = randomQ(N, K, bits, group, sd, bits * 1000 + group);
           const w = nativeQ(q);
           const bias = randF32(N, 11);
-          for (const M of [9, 33, 260]) {
+          for (const M of [17, 33, 260]) {
             // A large outlier per row: the per-group scale must confine its effect to its group.
             const x = randF32(M * K, M + group, -2, 2);
             for (let m = 0; m < M; m++) x[m * K + ((m * 37) % K)] = 50;
@@ -123,23 +126,45 @@ for (const isa of VARIANTS) {
         });
       }
 
-    it('M <= 8 (GEMV), 3-bit codes and float weights keep the exact path; a non-finite x falls back to it', () => {
+    it('M <= 16 (GEMV): the same integer activations on avx512vnni (4-/8-bit), the exact path elsewhere', () => {
+      native.setIsa(isa);
+      const K = 256, N = 40;
+      for (const bits of [4, 8]) {
+        const q = randomQ(N, K, bits, 64, 0, 5 + bits);
+        const w = nativeQ(q);
+        for (const M of [1, 4, 8, 16]) {
+          const x = randF32(M * K, M, -2, 2);
+          x[K - 1] = 30; // an outlier: its group's scale must stay its own
+          for (const [mode, T] of [['fast', 32639], ['int8', 127]] as const) {
+            const got = run(x, M, w, null, mode);
+            if (!(GEMV_FAST_BITS[isa] ?? []).includes(bits)) {
+              expect(got).toEqual(run(x, M, w, null, 'exact'));
+              continue;
+            }
+            const { y, norm } = reference(x, M, q, null, T);
+            let worst = 0;
+            for (let i = 0; i < y.length; i++) worst = Math.max(worst, Math.abs(got[i]! - y[i]!) / norm[i]!);
+            expect(worst, `${mode} q${bits} M=${M}`).toBeLessThanOrEqual(BOUND);
+            // Row by row as a call of that row alone (batched decode == single in this precision).
+            for (let m = 0; m < M; m++)
+              expect(got.subarray(m * N, (m + 1) * N), `${mode} q${bits} M=${M} row ${m}`).toEqual(run(x.subarray(m * K, (m + 1) * K), 1, w, null, mode));
+          }
+        }
+      }
+    });
+
+    it('3-bit codes and float weights keep the exact path; a non-finite x falls back to it', () => {
       native.setIsa(isa);
       const K = 256, N = 40;
       const q4 = nativeQ(randomQ(N, K, 4, 64, 0, 5));
-      for (const M of [1, 4, 8]) {
-        const x = randF32(M * K, M);
-        expect(run(x, M, q4, null, 'fast')).toEqual(run(x, M, q4, null, 'exact'));
-        expect(run(x, M, q4, null, 'int8')).toEqual(run(x, M, q4, null, 'exact'));
-      }
-      const x = randF32(16 * K, 3);
+      const x = randF32(24 * K, 3);
       const q3 = nativeQ(randomQ(N, K, 3, 64, 0, 6));
-      expect(run(x, 16, q3, null, 'fast')).toEqual(run(x, 16, q3, null, 'exact'));
+      expect(run(x, 24, q3, null, 'fast')).toEqual(run(x, 24, q3, null, 'exact'));
       const fw: native.NativeWeight = { dtype: 0, data: randF32(N * K, 7), rows: N, cols: K };
-      expect(run(x, 16, fw, null, 'fast')).toEqual(run(x, 16, fw, null, 'exact'));
+      expect(run(x, 24, fw, null, 'fast')).toEqual(run(x, 24, fw, null, 'exact'));
       x[5 * K + 9] = NaN;
-      const y = run(x, 16, q4, null, 'fast');
-      expect(y).toEqual(run(x, 16, q4, null, 'exact'));
+      const y = run(x, 24, q4, null, 'fast');
+      expect(y).toEqual(run(x, 24, q4, null, 'exact'));
       expect(Number.isNaN(y[5 * N])).toBe(true);
     });
   });

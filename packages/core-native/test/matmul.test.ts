@@ -1,4 +1,4 @@
-// Conformance of matmul (GEMV for M <= 8, tiled GEMM above) and gather on every kernel variant this
+// Conformance of matmul (GEMV for M <= 16, tiled GEMM above) and gather on every kernel variant this
 // machine runs, against float64 references built from the format descriptions (helpers.ts).
 //
 // Error measure: for y[m, n] = x_m . W_n + bias_n, |y - ref| / (sum_k |x_mk| mag(W_nk) + |bias_n|), the error
@@ -43,8 +43,8 @@ function run(x: Float32Array, M: number, w: native.NativeWeight, bias: Float32Ar
   return y;
 }
 
-// M: GEMV sizes 1..4 (and 5..8 = one 4-block plus a remainder), GEMM from 9 up.
-const SMALL_M = [1, 2, 3, 4, 5, 8, 17];
+// M: GEMV sizes 1..4 (and 5..16 = 4-row blocks plus a remainder), GEMM from 17 up.
+const SMALL_M = [1, 2, 3, 4, 5, 8, 13, 16, 17];
 const worst = new Map<string, number>();
 const note = (key: string, e: number) => worst.set(key, Math.max(worst.get(key) ?? 0, e));
 
@@ -71,10 +71,10 @@ for (const isa of VARIANTS) {
         }
       });
 
-      it(`${name} weights: large-M GEMM path (M = 9, 64, 300)`, () => {
+      it(`${name} weights: large-M GEMM path (M = 17, 64, 300)`, () => {
         const N = 45, K = 130;
         const w = floatWeight(N, K, dt, 99);
-        for (const M of [9, 64, 300]) {
+        for (const M of [17, 64, 300]) {
           const x = randF32(M * K, M);
           const bias = randF32(N, 5);
           const y = run(x, M, w.nw, bias);
@@ -130,12 +130,12 @@ for (const isa of VARIANTS) {
         }
     });
 
-    it('MLX affine 4-bit and 8-bit: large-M GEMM path (M = 9, 64, 300), bf16 scales', () => {
+    it('MLX affine 4-bit and 8-bit: large-M GEMM path (M = 17, 64, 300), bf16 scales', () => {
       for (const bits of [4, 8]) {
         const N = 29, K = 256;
         const q = randomQ(N, K, bits, 64, 2, bits);
         const W = dequantRef(q), mag = quantMagnitude(q);
-        for (const M of [9, 64, 300]) {
+        for (const M of [17, 64, 300]) {
           const x = randF32(M * K, M + bits);
           const bias = randF32(N, 3);
           const y = run(x, M, nativeQ(q), bias);

@@ -7,16 +7,17 @@ describe('op profile', () => {
   it('counts each kernel call by kind (matmul split into GEMV and GEMM) only while a profile runs', () => {
     const K = 64, N = 32;
     const w: native.NativeWeight = { dtype: 0, data: randF32(N * K, 1), rows: N, cols: K };
-    const x = randF32(16 * K, 2), y = new Float32Array(16 * N), o = new Float32Array(16 * K);
+    const x = randF32(17 * K, 2), y = new Float32Array(17 * N), o = new Float32Array(16 * K);
     native.matmul(x, 1, w, null, y); // before any profile: not counted
     native.startProfile();
     native.matmul(x, 1, w, null, y);
     native.matmul(x, 1, w, null, y);
     native.matmul(x, 16, w, null, y);
+    native.matmul(x, 17, w, null, y);
     native.rmsNorm(x, 16, K, null, 1e-6, false, o);
     const p = native.stopProfile();
-    expect(p['matmul (GEMV, M <= 8)']?.calls).toBe(2);
-    expect(p['matmul (GEMM, M > 8)']?.calls).toBe(1);
+    expect(p['matmul (GEMV, M <= 16)']?.calls).toBe(3);
+    expect(p['matmul (GEMM, M > 16)']?.calls).toBe(1);
     expect(p.rmsNorm?.calls).toBe(1);
     for (const e of Object.values(p)) expect(e.ms).toBeGreaterThanOrEqual(0);
     native.matmul(x, 1, w, null, y); // after stop: not counted
@@ -27,6 +28,6 @@ describe('op profile', () => {
   it('a kernel that throws is still counted and its error reaches the caller', () => {
     native.startProfile();
     expect(() => native.matmul(new Float32Array(2), 1, { dtype: 0, data: new Float32Array(4), rows: 2, cols: 2 }, null, new Float32Array(1))).toThrow(/out/);
-    expect(native.stopProfile()['matmul (GEMV, M <= 8)']?.calls).toBe(1);
+    expect(native.stopProfile()['matmul (GEMV, M <= 16)']?.calls).toBe(1);
   });
 });

@@ -2,12 +2,14 @@
 // (tokens, text, finish reason), sequences really share forward passes, and requests that fail,
 // abort or are abandoned do not disturb the others.
 import { fileURLToPath } from 'node:url';
-import type { ForwardInput, ForwardOptions } from '@mlxcel/tensor';
+import type { ForwardInput, ForwardOptions, LanguageModel } from '@mlxcel/tensor';
+import { setMatmulPrecision } from '@mlxcel/core-native';
 import { describe, expect, it } from 'vitest';
 import { BatchScheduler } from '../src/batch.js';
 import { generate } from '../src/generate.js';
 import type { GenerateOptions, PromptInput } from '../src/types.js';
-import { loadModelFromDir, type LoadedModel } from '../src/load.js';
+import { loadModelFromDir, readJson, type LoadedModel } from '../src/load.js';
+import { randomModel } from '../src/random.js';
 import { loadTokenizer } from '../src/tokenizer/index.js';
 import { LLAMA2_DIR } from './helpers/paths.js';
 import { ToyModel } from './helpers/toy-model.js';
@@ -129,4 +131,50 @@ describe('BatchScheduler', () => {
     const got = await Promise.all(prompts.map((p) => drain(sched.submit(p, { maxTokens: 12, temperature: 0 }))));
     expect(got.map((g) => g.toks)).toEqual(want);
   });
+  // 16 sequences per decode step: the multi-row GEMV (one pass over each weight for all 16 rows, integer-dot
+  // path for 4-bit weights with K % 128 == 0), the batched attention call, Gemma 3n's AltUp mixes and the
+  // fused soft-cap. Random q4 weights at small real-layout shapes (hidden 256 / 128).
+  const configs: [string, Record<string, unknown>][] = [
+    ['gemma3n', (() => {
+      const c = readJson(fileURLToPath(new URL('../../../fixtures/configs/gemma3n-tiny.json', import.meta.url)), 'gemma3n-tiny');
+      const t = (c.text_config ?? c) as Record<string, unknown>;
+      const text = { ...t, hidden_size: 256, head_dim: 64, intermediate_size: Array(6).fill(512), hidden_size_per_layer_input: 128, laurel_rank: 64, vocab_size: 512, vocab_size_per_layer_input: 512 };
+      return c.text_config ? { ...c, text_config: text } : text;
+    })()],
+    ['phi3', { ...readJson(fileURLToPath(new URL('../../../fixtures/configs/phi3-tiny-short.json', import.meta.url)), 'phi3-tiny-short'), vocab_size: 512 }],
+  ];
+  const prompts16 = Array.from({ length: 16 }, (_, i) => Array.from({ length: 1 + (i % 7) }, (_, t) => (i * 37 + t * 11 + 1) % 500));
+  const asLoaded = (model: LanguageModel): LoadedModel => ({ dir: 'random', config: {}, model, tokenizer: null, chatTemplate: null, eosIds: [], generationConfig: {} });
+
+  for (const [name, cfg] of configs)
+    it(`${name} random q4: a decode step of 16 sequences gives each the logits it gets alone (bit for bit), and 16 concurrent greedy streams equal 16 single runs`, async () => {
+      const model = randomModel(cfg, { quantize: { bits: 4, groupSize: 64 }, seed: 2 });
+      // In every matmul precision (fast / int8: integer activations in the GEMV on avx512vnni).
+      try {
+        for (const precision of ['exact', 'fast', 'int8'] as const) {
+          setMatmulPrecision(precision);
+          const together = prompts16.map(() => model.newState()), alone = prompts16.map(() => model.newState());
+          prompts16.forEach((p, i) => {
+            model.forward([{ ids: p, state: together[i]! }], { logits: 'last' });
+            model.forward([{ ids: p, state: alone[i]! }], { logits: 'last' });
+          });
+          for (let step = 0; step < 2; step++) {
+            const next = prompts16.map((_, i) => Int32Array.of((i * 13 + step * 7 + 5) % 500));
+            const batched = model.forward(next.map((ids, i) => ({ ids, state: together[i]! })), { logits: 'last' });
+            next.forEach((ids, i) => {
+              const one = model.forward([{ ids, state: alone[i]! }], { logits: 'last' })[0]!;
+              expect(new Uint32Array(batched[i]!.slice().buffer), `${name} ${precision} step ${step} sequence ${i}`).toEqual(new Uint32Array(one.slice().buffer));
+            });
+          }
+        }
+      } finally {
+        setMatmulPrecision('exact');
+      }
+      const loadedRandom = asLoaded(model);
+      const want: number[][] = [];
+      for (const p of prompts16) want.push((await drain(generate(loadedRandom, p, { maxTokens: 6, temperature: 0 }))).toks);
+      const sched = new BatchScheduler(loadedRandom, { maxBatch: 16 });
+      const got = await Promise.all(prompts16.map((p) => drain(sched.submit(p, { maxTokens: 6, temperature: 0 }))));
+      expect(got.map((g) => g.toks)).toEqual(want);
+    });
 });

@@ -1,9 +1,9 @@
 /**
- * Attention geometry and the per-sequence attention call shared by every family. Convention for "no
+ * Attention geometry and the batched attention call shared by every family. Convention for "no
  * window": `window: null` everywhere (geometry, cache specs); a number W means a key at position p is
  * visible from a query at q iff q − p < W (HF's sliding window, the key at q included).
  */
-import type { LayerCache } from '@mlxcel/cache';
+import { attendBatch as attendCaches, type AttendItem, type LayerCache } from '@mlxcel/cache';
 import type { BatchLayout } from './batch.js';
 
 export interface AttentionGeometry {
@@ -31,9 +31,10 @@ export type MaskBuilder<R> = (seq: R, qPos: Int32Array, kPos: Int32Array) => Uin
 
 /**
  * Attention of every sequence of the batch over its own cache: the new K/V rows (when given; a
- * KV-shared layer passes null and reads its owner's cache) are appended, then the cache's kernel
- * runs causal GQA attention for the sequence's query rows. q [N, nHeads·D], k / v [N, nKvHeads·D],
- * RoPE already applied → [N, nHeads·D].
+ * KV-shared layer passes null and reads its owner's cache) are appended, then ONE native call
+ * (@mlxcel/cache attendBatch) runs causal GQA attention for every sequence's query rows over its own
+ * cache, so a decode step of B sequences costs one kernel launch per layer, not B. q [N, nHeads·D],
+ * k / v [N, nKvHeads·D], RoPE already applied → [N, nHeads·D].
  */
 export function attendBatch<R extends AttendRows>(
   q: Float32Array, k: Float32Array | null, v: Float32Array | null, layout: BatchLayout<R>,
@@ -42,23 +43,17 @@ export function attendBatch<R extends AttendRows>(
   spansOf?: (seq: R) => Int32Array | undefined,
 ): Float32Array {
   const { nHeads, nKvHeads, headDim: D } = g;
-  const qw = nHeads * D, kw = nKvHeads * D;
-  const out = new Float32Array(layout.n * qw); // [N, nHeads·D]
-  for (const s of layout.seqs) {
+  const kw = nKvHeads * D;
+  // Every sequence's keys first (a sequence's slots must include its own new rows), then one call.
+  const items: AttendItem[] = layout.seqs.map((s) => {
     const r0 = s.start, r1 = s.start + s.len;
     const cache = cacheOf(s);
     if (k && v) cache.update(k.subarray(r0 * kw, r1 * kw), v.subarray(r0 * kw, r1 * kw), s.len);
     const qPos = layout.positions.subarray(r0, r1);
     const m = mask ? mask(s, qPos, cache.slotPositions()) : null;
     const spans = spansOf?.(s);
-    const o = cache.attend(q.subarray(r0 * qw, r1 * qw), s.len, nHeads, qPos, {
-      scale: g.scale,
-      window: g.window ?? 0,
-      causal: true,
-      ...(m ? { mask: m, maskHeads: nHeads } : {}),
-      ...(spans?.length ? { spans } : {}),
-    });
-    out.set(o, r0 * qw);
-  }
-  return out;
+    return { cache, rows: s.len, qPos, ...(m ? { mask: m, maskHeads: nHeads } : {}), ...(spans?.length ? { spans } : {}) };
+  });
+  // Rows of layout.seqs are consecutive in sequence order (layoutRows), as the batched call expects.
+  return attendCaches(q, items, nHeads, { scale: g.scale, window: g.window ?? 0, causal: true });
 }

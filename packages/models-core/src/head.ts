@@ -6,7 +6,7 @@
  * mup_width_multiplier. Only returned rows are projected: with `logits: 'last'` that is one row per
  * sequence, which matters with 262k-row vocabularies.
  */
-import { firstNonFinite, NonFiniteError, ops, type Linear } from '@mlxcel/tensor';
+import { NonFiniteError, ops, type Linear } from '@mlxcel/tensor';
 import { gatherRows, outputRows, type BatchLayout } from './batch.js';
 
 /** RMSNorm or LayerNorm: normalizes rows of width `dim`. */
@@ -40,19 +40,14 @@ export class LmHead {
     const x = gatherRows(h, H, rows); // [R, H]
     this.norm.forward(x, H, x);
     const logits = this.proj.forward(x, rows.length); // [R, V]
-    // The one per-step NaN/Inf check, before the soft-cap: c·tanh(z/c) maps ±Inf to ±c and would hide
-    // them (DecoderModel.forward then locates where they first appear).
-    const bad = firstNonFinite(logits);
+    // The one per-step NaN/Inf check, fused with the soft-cap in one native pass over [R, V]: the check
+    // reads the values before c·tanh(z/c), which maps ±Inf to ±c and would hide them (non-finite values
+    // are left as they are; DecoderModel.forward then locates where they first appear).
+    const bad = ops.softcapCheck(logits, this.softcap);
     if (bad >= 0) {
       let seq = 0, row = Math.floor(bad / V);
       while (seq < counts.length - 1 && row >= counts[seq]!) row -= counts[seq++]!;
       throw new NonFiniteError(`the logits of sequence ${seq}`, bad % V, logits[bad]!, 'E_NONFINITE_LOGITS');
-    }
-    if (this.softcap !== null) {
-      const c = this.softcap;
-      ops.scale(logits, 1 / c, 0, logits);
-      ops.tanh(logits, logits);
-      ops.scale(logits, c, 0, logits);
     }
     if (this.divideBy !== null) {
       const d = this.divideBy;

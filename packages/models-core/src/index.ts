@@ -19,6 +19,7 @@ export {
   type RandomWeightOptions, type FloatDType, type Init,
 } from './random.js';
 export { Xoshiro128, seedFor } from './prng.js';
+export { ScratchBuffers } from './scratch.js';
 export { WeightLoader } from './weight-loader.js';
 export { WeightStats, paramCount } from './weight-stats.js';
 export { ClippableLinear, clamp, linearProjection, scalarOr, type Projection } from './projections.js';

@@ -98,6 +98,39 @@ export function linearCombine(inputs: readonly Float32Array[], coefs: ArrayLike<
 }
 
 /** Index of the maximum of each row (first one on ties). */
+/**
+ * Per-row mixes of K streams in one native pass: outs[i][t, :] = Σ_j coefs[t, i, j] · inputs[j][t, :]
+ * over `rows` rows of `width`, coefs [rows, outs.length, inputs.length]. Outputs may be inputs; a
+ * coefficient of exactly 0 drops its term. Gemma 3n's AltUp predict and correct.
+ */
+export function mixStreams(inputs: readonly Float32Array[], coefs: Float32Array, outs: readonly Float32Array[], rows: number, width: number): void {
+  check(coefs.length >= rows * outs.length * inputs.length, `mixStreams: ${coefs.length} coefficients, expected [${rows}, ${outs.length}, ${inputs.length}]`);
+  native.mixStreams(inputs, coefs, outs, rows, width);
+}
+
+/**
+ * out = cap · tanh(x / cap) (cap null or 0: a copy) and the NaN/Inf check in one native pass; returns the
+ * index of the first non-finite element of x (left unchanged in out), or -1.
+ */
+export function softcapCheck(x: Float32Array, cap: number | null, out: Float32Array = x): number {
+  return native.softcapCheck(x, cap ?? 0, out);
+}
+
+/** gu [M, 2I] = [gate | up] → [M, I] = act(gate) · up (act: 'silu' or 'gelu_tanh'), one native pass. */
+export function gatedAct(gu: Float32Array, M: number, I: number, act: 'silu' | 'gelu_tanh', out?: Float32Array): Float32Array {
+  check(gu.length >= M * 2 * I, `gatedAct: ${gu.length} values, expected ${M} x ${2 * I}`);
+  const y = out ?? new Float32Array(M * I);
+  native.gatedAct(gu, M, I, act === 'silu' ? UnaryOp.SILU : UnaryOp.GELU_TANH, y);
+  return y;
+}
+
+/** In place over rows of width dim: x ← max(x − (mean + std · z), 0), population std (Gemma 3n activation sparsity). */
+export function gaussianTopK(x: Float32Array, dim: number, z: number): Float32Array {
+  check(x.length % dim === 0, `gaussianTopK: length ${x.length} is not a multiple of dim ${dim}`);
+  native.gaussianTopK(x, x.length / dim, dim, z);
+  return x;
+}
+
 export function argmax(x: Float32Array, dim: number): Int32Array {
   const rows = x.length / dim;
   const out = new Int32Array(rows);

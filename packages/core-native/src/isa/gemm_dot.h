@@ -5,7 +5,7 @@
 // to the pair-permuted order (decodes_pair_permuted) and x must be permuted the same way. Vector partial
 // sums live in a per-task buffer across k-chunks and are reduced once at the end. On AVX-512 the 4x4
 // micro-kernel (8 loads, 16 FMAs per step) runs near FMA peak.
-// Used by matmul for M > 2 * kGemvMaxM with non-f32 weights (measured faster there than the
+// Used by matmul for M > kGemvMaxM with non-f32 weights (measured faster there than the
 // transposed-x kernel of gemm_xt.h: 4096x4096 q4 at M = 16 / 64 / 256: 278 / 349 / 370 GFLOP/s vs
 // 191 / 304 / 334) and by the MoE grouped GEMM (moe_impl.h), one task per (row block, weight block).
 

@@ -201,11 +201,27 @@ struct Q8ActScratch {
 };
 
 // y[M, N] = x[M, K] . W^T (+ bias) with integer activations of `planes` int8 digit planes (1 or 2).
-// Returns false (y untouched) where this path does not apply: not an MLX affine weight of a code width
-// the dot product takes, a group other than 32/64/128, M small enough for the GEMV (memory-bound there,
-// and exact), or a non-finite x.
+// M <= kGemvMaxM (decode, batched decode) goes to the GEMV, which takes the same integer activations on
+// the AVX-512 VNNI variant (vnni_prepare with 1 or 2 planes, for 4-bit weights with K % 128 == 0 and
+// 8-bit with K % 64 == 0); elsewhere the GEMV stays exact. Returns false (y untouched) where this path
+// does not apply: not an MLX affine weight of a code width the dot product takes, a group other than
+// 32/64/128, a GEMV-sized M outside the case above, or a non-finite x (GEMM; the GEMV takes the exact
+// path for that row only).
 static bool matmul_q8act(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int planes) {
-  if (w.dtype != kQAffine || !q8act_bits_ok(w.bits) || M <= 2 * kGemvMaxM || (planes != 1 && planes != 2)) return false;
+  if (w.dtype != kQAffine || (planes != 1 && planes != 2)) return false;
+  if (M <= kGemvMaxM) {
+#if defined(__AVX512VNNI__) && MLX_VL == 16
+    // The GEMV's digit-plane path takes the same integer activations (vnni_prepare with `planes`), row by
+    // row, so batched decode equals single-stream decode in these precisions too.
+    const int64_t K = w.cols;
+    if ((w.bits == 4 && K % 128 == 0) || (w.bits == 8 && K % 64 == 0)) {
+      gemv(x, M, w, bias, y, planes);
+      return true;
+    }
+#endif
+    return false;
+  }
+  if (!q8act_bits_ok(w.bits)) return false;
   const int G = w.group;
   if (G != 32 && G != 64 && G != 128) return false;
   const int64_t K = w.cols, N = w.rows, gpr = K / G;

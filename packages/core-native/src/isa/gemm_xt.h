@@ -1,5 +1,5 @@
 // ---- Transposed-x GEMM (included by kernels_impl.h inside the variant namespace) ----
-// matmul's prefill kernel for f32 weights (M > 2 * kGemvMaxM), which it reads in place; weights that
+// matmul's prefill kernel for f32 weights (M > kGemvMaxM), which it reads in place; weights that
 // need decoding go to the dot-form kernel of gemm_dot.h, measured faster for them. The small operand,
 // x, is packed once per call, transposed into tiles of MW = 2 * VL rows ([k][MW] per tile); the weight
 // is never transposed or copied. A micro-kernel then broadcasts one weight element per row and

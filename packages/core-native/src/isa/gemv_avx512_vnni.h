@@ -14,12 +14,17 @@ static inline void plane_digits(__m512i t, __m512i& d2, __m512i& d1, __m512i& d0
 // Writes the digit planes of one x row. Per chunk of CW codes (one 64-byte load of packed weights: 128
 // codes for 4-bit, 64 for 8-bit) the planes are [d2 | d1 | d0], CW bytes each; for 4-bit each plane is
 // [64 even-position elements | 64 odd-position elements], matching the low / high nibble vectors.
+// NP < 3 ("fast": 2 planes, T = 32639; "int8": 1 plane, T = 127) rounds x per group to a |t| <= T
+// integer instead (t = d1 * 256 + d0, or t = d0): the integer-activation semantics of gemm_q8act.h,
+// x[c] ~= (max_g |x| / T) * round(x[c] * T / max_g |x|), for the GEMV of those precisions. The planes of a
+// chunk are then [d1 | d0] or [d0].
 // Returns false when x holds a non-finite value (the caller then uses the f32 path, which propagates it).
-static bool vnni_prepare(const float* x, int64_t K, int G, int bits, int8_t* planes, float* sx) {
+static bool vnni_prepare(const float* x, int64_t K, int G, int bits, int8_t* planes, float* sx, int NP = 3) {
   const int64_t gpr = K / G;
   const int CW = bits == 4 ? 128 : 64;
   const __m512 inf = _mm512_set1_ps(INFINITY);
-  const __m512i tmax = _mm512_set1_epi32(kPlaneT), tmin = _mm512_set1_epi32(-kPlaneT);
+  const int T = NP == 3 ? kPlaneT : NP == 2 ? 32639 : 127;
+  const __m512i tmax = _mm512_set1_epi32(T), tmin = _mm512_set1_epi32(-T);
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
   for (int64_t g = 0; g < gpr; g++) {
@@ -33,38 +38,35 @@ static bool vnni_prepare(const float* x, int64_t K, int G, int bits, int8_t* pla
     }
     if (bad) return false;
     const float m = _mm512_reduce_max_ps(mx);
-    sx[g] = m / float(kPlaneT);
-    const __m512 inv = _mm512_set1_ps(m > 0.f ? float(kPlaneT) / m : 0.f);
+    sx[g] = m / float(T);
+    const __m512 inv = _mm512_set1_ps(m > 0.f ? float(T) / m : 0.f);
     for (int c = 0; c < G; c += 32) {
       const int64_t e = g * G + c;  // element index of this 32-element block
       __m512i ta = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + e), inv));
       __m512i tb = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + e + 16), inv));
       ta = _mm512_min_epi32(_mm512_max_epi32(ta, tmin), tmax);
       tb = _mm512_min_epi32(_mm512_max_epi32(tb, tmin), tmax);
-      int8_t* base = planes + (e / CW) * 3 * CW;
+      int8_t* base = planes + (e / CW) * NP * CW;
       const int64_t cc = e % CW;
-      __m512i d2, d1, d0;
+      // Digits of t, most significant first, as NP planes of CW bytes.
+      auto put = [&](__m512i t, int64_t off) {
+        __m512i d[3];
+        if (NP == 3) plane_digits(t, d[0], d[1], d[2]);
+        else if (NP == 2) {
+          vi a0 = (((vi)t + 128) & 255) - 128;
+          d[1] = (__m512i)a0;
+          d[0] = (__m512i)(((vi)t - a0) >> 8);
+        } else d[0] = t;
+        for (int p = 0; p < NP; p++)
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(base + p * CW + off), _mm512_cvtepi32_epi8(d[p]));
+      };
       if (bits == 4) {
-        const __m512i ev = _mm512_permutex2var_epi32(ta, even, tb);
-        const __m512i od = _mm512_permutex2var_epi32(ta, odd, tb);
         const int64_t j = cc / 2;
-        plane_digits(ev, d2, d1, d0);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 0 * 128 + j), _mm512_cvtepi32_epi8(d2));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 1 * 128 + j), _mm512_cvtepi32_epi8(d1));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 2 * 128 + j), _mm512_cvtepi32_epi8(d0));
-        plane_digits(od, d2, d1, d0);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 0 * 128 + 64 + j), _mm512_cvtepi32_epi8(d2));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 1 * 128 + 64 + j), _mm512_cvtepi32_epi8(d1));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 2 * 128 + 64 + j), _mm512_cvtepi32_epi8(d0));
+        put(_mm512_permutex2var_epi32(ta, even, tb), j);
+        put(_mm512_permutex2var_epi32(ta, odd, tb), 64 + j);
       } else {
-        plane_digits(ta, d2, d1, d0);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 0 * 64 + cc), _mm512_cvtepi32_epi8(d2));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 1 * 64 + cc), _mm512_cvtepi32_epi8(d1));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 2 * 64 + cc), _mm512_cvtepi32_epi8(d0));
-        plane_digits(tb, d2, d1, d0);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 0 * 64 + cc + 16), _mm512_cvtepi32_epi8(d2));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 1 * 64 + cc + 16), _mm512_cvtepi32_epi8(d1));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 2 * 64 + cc + 16), _mm512_cvtepi32_epi8(d0));
+        put(ta, cc);
+        put(tb, cc + 16);
       }
     }
   }
@@ -86,11 +88,11 @@ static inline __m512 load_scales16(const uint8_t* p, int64_t i, __mmask16 m) {
 // factor from f with one permute (a lane holds 8 (4-bit) or 4 (8-bit) consecutive codes, always of one
 // group). pf: software prefetch distance in bytes. Even and odd chunks accumulate into acc and acc2
 // (two FMA chains per row and x row), summed at the end.
-template <int BITS, int SD, int MB, int R>
+template <int BITS, int SD, int MB, int R, int NP = 3>
 static inline void vnni_dot(const int8_t* planes, const float* sx, int64_t K, const WeightRef& w, int64_t n,
                             int64_t g0, int64_t g1, int64_t pf, float (*out)[MB]) {
   constexpr int CW = BITS == 4 ? 128 : 64;  // codes per 64-byte chunk
-  constexpr int PB = 3 * CW;                // plane bytes per chunk
+  constexpr int PB = NP * CW;               // plane bytes per chunk
   constexpr int LC = BITS == 4 ? 8 : 4;     // codes per i32 lane
   const int G = w.group;
   const int64_t gpr = K / G, row_bytes = K * BITS / 8, xplane = (K / CW) * PB;
@@ -129,17 +131,28 @@ static inline void vnni_dot(const int8_t* planes, const float* sx, int64_t K, co
           const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
           for (int m = 0; m < MB; m++) {
             const int8_t* p = P[m];
-            // One chain per digit plane (low and high nibbles), combined as
-            // a = (((a2 << 8) + a1) << 8) + a0. |a2| <= 8 * 15 * 128 = 15360, so every step stays in i32.
-            // The plane loads are issued together and the three chains are independent: measured ~15 %
-            // faster than one Horner chain through vpdpbusd's accumulator when the GEMV is core-bound.
-            const __m512i p0 = _mm512_loadu_si512(p + 0), p1 = _mm512_loadu_si512(p + 64);
-            const __m512i p2 = _mm512_loadu_si512(p + 128), p3 = _mm512_loadu_si512(p + 192);
-            const __m512i p4 = _mm512_loadu_si512(p + 256), p5 = _mm512_loadu_si512(p + 320);
-            const __m512i a2 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, lo, p0), hi, p1);
-            const __m512i a1 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, lo, p2), hi, p3);
-            const __m512i a0 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, lo, p4), hi, p5);
-            const __m512i a = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(_mm512_slli_epi32(a2, 8), a1), 8), a0);
+            __m512i a;
+            if (NP == 3) {
+              // One chain per digit plane (low and high nibbles), combined as
+              // a = (((a2 << 8) + a1) << 8) + a0. |a2| <= 8 * 15 * 128 = 15360, so every step stays in i32.
+              // The plane loads are issued together and the three chains are independent: measured ~15 %
+              // faster than one Horner chain through vpdpbusd's accumulator when the GEMV is core-bound.
+              const __m512i p0 = _mm512_loadu_si512(p + 0), p1 = _mm512_loadu_si512(p + 64);
+              const __m512i p2 = _mm512_loadu_si512(p + 128), p3 = _mm512_loadu_si512(p + 192);
+              const __m512i p4 = _mm512_loadu_si512(p + 256), p5 = _mm512_loadu_si512(p + 320);
+              const __m512i a2 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, lo, p0), hi, p1);
+              const __m512i a1 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, lo, p2), hi, p3);
+              const __m512i a0 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, lo, p4), hi, p5);
+              a = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(_mm512_slli_epi32(a2, 8), a1), 8), a0);
+            } else if (NP == 2) {  // a = (a1 << 8) + a0, |a1| <= 15360
+              const __m512i p0 = _mm512_loadu_si512(p + 0), p1 = _mm512_loadu_si512(p + 64);
+              const __m512i p2 = _mm512_loadu_si512(p + 128), p3 = _mm512_loadu_si512(p + 192);
+              const __m512i a1 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, lo, p0), hi, p1);
+              const __m512i a0 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, lo, p2), hi, p3);
+              a = _mm512_add_epi32(_mm512_slli_epi32(a1, 8), a0);
+            } else {
+              a = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, lo, _mm512_loadu_si512(p)), hi, _mm512_loadu_si512(p + 64));
+            }
             // Even and odd chunks feed two accumulator sets: two FMA dependency chains per row.
             const __m512 fa = _mm512_cvtepi32_ps(a), fac = _mm512_permutexvar_ps(idx, f[r][m]);
             if (i & 1) acc2[r][m] = _mm512_fmadd_ps(fa, fac, acc2[r][m]);
@@ -148,13 +161,21 @@ static inline void vnni_dot(const int8_t* planes, const float* sx, int64_t K, co
         } else {
           for (int m = 0; m < MB; m++) {
             const int8_t* p = P[m];
-            const __m512i p0 = _mm512_loadu_si512(p + 0), p1 = _mm512_loadu_si512(p + 64);
-            const __m512i p2 = _mm512_loadu_si512(p + 128);
-            const __m512i a2 = _mm512_dpbusd_epi32(zero, v, p0);
-            const __m512i a10 = _mm512_dpbusd_epi32(_mm512_slli_epi32(_mm512_dpbusd_epi32(zero, v, p1), 8), v, p2);
-            // 8-bit codes: a2 << 16 could overflow i32 (|a2| <= 4 * 255 * 128), so the top digit plane
-            // joins in f32: t = a2 * 65536 + a10 (a2 converts exactly; one rounding, as for 4-bit).
-            const __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a2), _mm512_set1_ps(65536.f), _mm512_cvtepi32_ps(a10));
+            __m512 t;
+            if (NP == 3) {
+              const __m512i p0 = _mm512_loadu_si512(p + 0), p1 = _mm512_loadu_si512(p + 64);
+              const __m512i p2 = _mm512_loadu_si512(p + 128);
+              const __m512i a2 = _mm512_dpbusd_epi32(zero, v, p0);
+              const __m512i a10 = _mm512_dpbusd_epi32(_mm512_slli_epi32(_mm512_dpbusd_epi32(zero, v, p1), 8), v, p2);
+              // 8-bit codes: a2 << 16 could overflow i32 (|a2| <= 4 * 255 * 128), so the top digit plane
+              // joins in f32: t = a2 * 65536 + a10 (a2 converts exactly; one rounding, as for 4-bit).
+              t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a2), _mm512_set1_ps(65536.f), _mm512_cvtepi32_ps(a10));
+            } else if (NP == 2) {  // (a1 << 8) + a0: |a1| <= 130560, so it stays in i32
+              const __m512i a1 = _mm512_dpbusd_epi32(zero, v, _mm512_loadu_si512(p));
+              t = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_slli_epi32(a1, 8), v, _mm512_loadu_si512(p + 64)));
+            } else {
+              t = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(zero, v, _mm512_loadu_si512(p)));
+            }
             const __m512 fac = _mm512_permutexvar_ps(idx, f[r][m]);
             if (i & 1) acc2[r][m] = _mm512_fmadd_ps(t, fac, acc2[r][m]);
             else acc[r][m] = _mm512_fmadd_ps(t, fac, acc[r][m]);
@@ -172,12 +193,12 @@ static inline void vnni_dot(const int8_t* planes, const float* sx, int64_t K, co
 }
 
 // VNNI tile: whole rows [n, n + R).
-template <int BITS, int SD, int MB, int R>
+template <int BITS, int SD, int MB, int R, int NP = 3>
 static void gemv_vnni_tile(const int8_t* planes, const float* sx, const float* xsum, int64_t K, const WeightRef& w,
                            const float* bias, float* y, int64_t N, int64_t n) {
   const int64_t gpr = K / w.group;
   float out[R][MB] = {};
-  vnni_dot<BITS, SD, MB, R>(planes, sx, K, w, n, 0, gpr, gemv_prefetch_distance(R, K * BITS / 8), out);
+  vnni_dot<BITS, SD, MB, R, NP>(planes, sx, K, w, n, 0, gpr, gemv_prefetch_distance(R, K * BITS / 8), out);
   for (int r = 0; r < R; r++)
     for (int m = 0; m < MB; m++) {
       const float v = out[r][m] + scales_dot<SD>(w.biases, (n + r) * gpr, xsum + m * gpr, gpr);

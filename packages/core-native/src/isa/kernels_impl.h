@@ -56,6 +56,10 @@ static inline mlx::KernelTable make_table(const char* name) {
   t.binary = binary;
   t.affine = affine;
   t.lincomb = lincomb;
+  t.mix_streams = mix_streams;
+  t.softcap_check = softcap_check;
+  t.gated_act = gated_act;
+  t.gaussian_topk = gaussian_topk;
   t.rope = rope;
   t.attention = attention;
   t.stream_sum = stream_sum;

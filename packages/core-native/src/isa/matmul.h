@@ -2,29 +2,20 @@
 // guard on purpose.
 
 // ---------------------------------------------------------------------------------------------
-// Matmul. y[M,N] = x[M,K] . W^T. Small M (decode) streams W once through a GEMV that dequantizes in
-// registers (gemv.h); large M (prefill) runs a register-blocked GEMM: the dot-form kernel of gemm_dot.h
-// for weights that need decoding, the transposed-x kernel of gemm_xt.h for f32 weights read in place.
-
-constexpr int kGemvMaxM = 4;
+// Matmul. y[M,N] = x[M,K] . W^T. Small M (decode, up to kGemvMaxM = 16 rows: batched decode too)
+// streams W once through a GEMV that dequantizes in registers (gemv.h); larger M (prefill) runs a
+// register-blocked GEMM: the dot-form kernel of gemm_dot.h for weights that need decoding, the
+// transposed-x kernel of gemm_xt.h for f32 weights read in place.
 
 static void matmul(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y) {
-  if (M > 2 * kGemvMaxM) {
+  if (M > kGemvMaxM) {
     // f32 weights are read in place by the transposed-x kernel; the others are decoded, which the
     // dot-form kernel amortizes better (see gemm_dot.h).
     if (w.dtype == kF32) gemm_f32(x, M, w, bias, y);
     else gemm_dot(x, M, w, bias, y);
     return;
   }
-  const int64_t K = w.cols, N = w.rows;
-  int64_t m = 0;
-  for (; m + 4 <= M; m += 4) gemv_block<4>(x + m * K, w, bias, y + m * N);
-  switch (M - m) {
-    case 3: gemv_block<3>(x + m * K, w, bias, y + m * N); break;
-    case 2: gemv_block<2>(x + m * K, w, bias, y + m * N); break;
-    case 1: gemv_block<1>(x + m * K, w, bias, y + m * N); break;
-    default: break;
-  }
+  gemv(x, M, w, bias, y);
 }
 
 static void gather_rows(const int32_t* ids, int64_t n, const WeightRef& w, float* out) {

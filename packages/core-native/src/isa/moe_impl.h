@@ -168,7 +168,7 @@ static void moe_gather(const MoeArgs& a) {
 // Grouped GEMM: y[m, n] = x[m, :] . W[n, :] for several (x block, expert weight) jobs in one parallel
 // region, on the dot-form GEMM kernel of gemm_dot.h.
 
-constexpr int64_t kGemvRowsMax = 2 * kGemvMaxM;     // jobs this small run as GEMV tasks (as matmul does)
+constexpr int64_t kGemvRowsMax = 2 * kGemvBlock;    // jobs this small run as GEMV tasks
 
 struct MoeGemmJob {
   const float* x;  // [m, K], permuted when moe_gemm_permutes(w)

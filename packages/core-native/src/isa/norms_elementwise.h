@@ -103,11 +103,28 @@ static inline float unary_s(int op, float v) {
   }
 }
 
+// The last n < VL elements of a run as one zero-padded vector, and back: a vectorized op then computes
+// its tail with the same code as its body, so an element's result does not depend on where it sits in
+// the array (the rows of a batch equal the same rows alone, whatever the batch's length).
+static inline vf vload_part(const float* p, int64_t n) {
+  float t[VL] = {};
+  for (int64_t i = 0; i < n; i++) t[i] = p[i];
+  return vload(t);
+}
+static inline void vstore_part(float* p, vf v, int64_t n) {
+  float t[VL];
+  vstore(t, v);
+  for (int64_t i = 0; i < n; i++) p[i] = t[i];
+}
+
 static void unary(int op, const float* x, int64_t n, float* out) {
   parallel_for(n, 1 << 14, [&](int64_t i0, int64_t i1) {
     int64_t i = i0;
-    if (op != kGeluErf && op != kSqrt)
+    if (op != kGeluErf && op != kSqrt) {
       for (; i + VL <= i1; i += VL) vstore(out + i, unary_v(op, vload(x + i)));
+      if (i < i1) vstore_part(out + i, unary_v(op, vload_part(x + i, i1 - i)), i1 - i);
+      return;
+    }
     for (; i < i1; i++) out[i] = unary_s(op, x[i]);
   });
 }
@@ -166,6 +183,147 @@ static void lincomb(const float* const* xs, const float* c, int k, int64_t n, fl
       float a = xs[0][i] * c[0];
       for (int j = 1; j < k; j++) a += xs[j][i] * c[j];
       out[i] = a;
+    }
+  });
+}
+
+// out_i[t, :] = sum_j c[t, i, j] * xs[j][t, :] for I outputs and J inputs, rows t of width H: K stream
+// mixes per row in one pass (Gemma 3n's AltUp predict and correct: every output is a per-token linear
+// combination of the K residual streams). Per element every input is read before any output is
+// written, so outputs may alias inputs. Terms are summed in input order as lincomb sums them, and a
+// term whose coefficient is exactly 0 is left out (so 0 * Inf adds nothing). J, I <= kMaxMix.
+static void mix_streams(const float* const* xs, int J, const float* c, float* const* outs, int I, int64_t rows, int64_t H) {
+  const int64_t rows_grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, H));
+  parallel_for(rows, rows_grain, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; t++) {
+      // This row's nonzero terms per output, in input order (decided once per row, not per element).
+      int nz[kMaxMix], src[kMaxMix][kMaxMix];
+      float cf[kMaxMix][kMaxMix];
+      for (int i = 0; i < I; i++) {
+        nz[i] = 0;
+        for (int j = 0; j < J; j++) {
+          const float cij = c[(t * I + i) * J + j];
+          if (cij != 0.f) {
+            src[i][nz[i]] = j;
+            cf[i][nz[i]++] = cij;
+          }
+        }
+      }
+      const int64_t o = t * H;
+      int64_t e = 0;
+      for (; e + VL <= H; e += VL) {
+        vf v[kMaxMix], r[kMaxMix];
+        for (int j = 0; j < J; j++) v[j] = vload(xs[j] + o + e);
+        for (int i = 0; i < I; i++) {
+          vf a = vsplat(0.f);
+          if (nz[i] > 0) a = v[src[i][0]] * cf[i][0];
+          for (int k = 1; k < nz[i]; k++) a += v[src[i][k]] * cf[i][k];
+          r[i] = a;
+        }
+        for (int i = 0; i < I; i++) vstore(outs[i] + o + e, r[i]);
+      }
+      for (; e < H; e++) {
+        float v[kMaxMix], r[kMaxMix];
+        for (int j = 0; j < J; j++) v[j] = xs[j][o + e];
+        for (int i = 0; i < I; i++) {
+          float a = 0.f;
+          if (nz[i] > 0) a = v[src[i][0]] * cf[i][0];
+          for (int k = 1; k < nz[i]; k++) a += v[src[i][k]] * cf[i][k];
+          r[i] = a;
+        }
+        for (int i = 0; i < I; i++) outs[i][o + e] = r[i];
+      }
+    }
+  });
+}
+
+// The final logit soft-cap and the per-step NaN/Inf check in one pass: out = cap * tanh(x / cap)
+// (cap > 0; cap == 0 copies x), element by element as affine, tanh, affine would compute it, except
+// that non-finite elements are copied unchanged (so the caller can report the value). Returns the
+// index of the first non-finite element of x, or -1.
+static int64_t softcap_check(const float* x, int64_t n, float cap, float* out) {
+  std::atomic<int64_t> first{n};
+  const float inv = cap > 0.f ? 1.0f / cap : 0.f;
+  parallel_for(n, 1 << 14, [&](int64_t i0, int64_t i1) {
+    int64_t bad = -1;
+    int64_t i = i0;
+    for (; i + VL <= i1; i += VL) {
+      const vf v = vload(x + i);
+      const vu fin = (vu)((as_u(v) & 0x7f800000u) != 0x7f800000u);  // all ones where finite
+      bool all = true;
+      for (int l = 0; l < VL; l++) all &= fin[l] != 0;
+      if (!all && bad < 0)
+        for (int l = 0; l < VL; l++)
+          if (!fin[l]) { bad = i + l; break; }
+      if (cap > 0.f) {
+        const vf r = vtanh(v * inv) * cap;
+        vstore(out + i, as_f((as_u(r) & fin) | (as_u(v) & ~fin)));
+      } else if (out != x) {
+        vstore(out + i, v);
+      }
+    }
+    if (i < i1) {  // the tail as one padded vector (the same arithmetic as the body, see vload_part)
+      const int64_t nt = i1 - i;
+      const vf v = vload_part(x + i, nt);
+      for (int64_t l = 0; l < nt; l++)
+        if (!std::isfinite(v[l])) {
+          if (bad < 0) bad = i + l;
+          break;
+        }
+      if (cap > 0.f) {
+        const vu fin = (vu)((as_u(v) & 0x7f800000u) != 0x7f800000u);
+        const vf r = vtanh(v * inv) * cap;
+        vstore_part(out + i, as_f((as_u(r) & fin) | (as_u(v) & ~fin)), nt);
+      } else if (out != x) {
+        vstore_part(out + i, v, nt);
+      }
+    }
+    if (bad >= 0) {
+      int64_t cur = first.load();
+      while (bad < cur && !first.compare_exchange_weak(cur, bad)) {
+      }
+    }
+  });
+  const int64_t f = first.load();
+  return f < n ? f : -1;
+}
+
+// out[r, i] = act(x[r, i]) * x[r, half + i] over x [rows, 2 * half] = [gate | up] (a fused gate/up
+// projection: Phi-3's gate_up_proj), act = SiLU or GELU (tanh) as unary computes them.
+static void gated_act(const float* x, int64_t rows, int64_t half, int act, float* out) {
+  parallel_for(rows, row_grain(2 * half), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) {
+      const float* g = x + r * 2 * half;
+      const float* u = g + half;
+      float* o = out + r * half;
+      int64_t i = 0;
+      for (; i + VL <= half; i += VL) vstore(o + i, unary_v(act, vload(g + i)) * vload(u + i));
+      if (i < half) vstore_part(o + i, unary_v(act, vload_part(g + i, half - i)) * vload_part(u + i, half - i), half - i);
+    }
+  });
+}
+
+// Gemma 3n's activation sparsity ("gaussian top-k") in place over rows of width dim:
+// x <- max(x - (mean + std * z), 0), mean and population std of the row. The statistics and the
+// subtraction are in double, as the reference computes them in full precision; the result is rounded
+// to f32 once.
+static void gaussian_topk(float* x, int64_t rows, int64_t dim, double z) {
+  parallel_for(rows, row_grain(dim), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) {
+      float* g = x + r * dim;
+      double sum = 0;
+      for (int64_t i = 0; i < dim; i++) sum += g[i];
+      const double mean = sum / double(dim);
+      double ss = 0;
+      for (int64_t i = 0; i < dim; i++) {
+        const double d = g[i] - mean;
+        ss += d * d;
+      }
+      const double cutoff = mean + std::sqrt(ss / double(dim)) * z;
+      for (int64_t i = 0; i < dim; i++) {
+        const double v = g[i] - cutoff;
+        g[i] = v > 0 ? float(v) : 0.f;
+      }
     }
   });
 }

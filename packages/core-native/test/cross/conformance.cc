@@ -403,10 +403,10 @@ std::string fmt_label(const char* f, ...) {
 
 // ---- matmul ----------------------------------------------------------------------------------
 
-// kernels_impl.h: matmul runs GEMV blocks of <= 4 rows for M <= 2 * kGemvMaxM = 8 and the packed GEMM
-// above, so 8 and 9 straddle the switch (5 and 7 = a 4-block plus a remainder).
-const int64_t kMs[] = {1, 2, 3, 4, 5, 7, 8, 9, 17, 64};
-const int64_t kQMs[] = {1, 2, 3, 4, 5, 8, 9, 17, 64};
+// kernels_impl.h: matmul runs the GEMV (blocks of <= 4 rows over one pass of W) for M <= kGemvMaxM = 16
+// and the packed GEMM above, so 16 and 17 straddle the switch (5, 7, 13 = 4-blocks plus a remainder).
+const int64_t kMs[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17, 64};
+const int64_t kQMs[] = {1, 2, 3, 4, 5, 8, 9, 16, 17, 64};
 const int64_t kNs[] = {1, 3, 17, 64, 257};
 
 // Runs one matmul case on every variant and checks it. Rows of x holding a non-finite value must give
@@ -443,6 +443,16 @@ void matmul_case(const TestWeight& w, int64_t N, const std::vector<float>& x, in
       }
     const double err2 = dmax / std::max(1e-30, rmax);
     R.check(v->name, "matmul", label, err, bound, err2, bound2);
+    if (M > 1 && M <= 16) {
+      // The multi-row GEMV: each row bit-identical to that row alone (batched decode == single).
+      std::vector<float> y1(static_cast<size_t>(N));
+      double same = 0;
+      for (int64_t m = 0; m < M; m++) {
+        v->matmul(x.data() + m * K, 1, wr, bias, y1.data());
+        if (std::memcmp(y1.data(), y.data() + m * N, size_t(N) * sizeof(float)) != 0) same = kInf;
+      }
+      R.check(v->name, "matmul rows == M=1", label, same, 0);
+    }
     if (v == g_scalar) {
       ys = y;
     } else if (!ys.empty()) {
@@ -616,7 +626,9 @@ void q8act_case(const TestWeight& w, const std::vector<float>& x, int64_t M, con
     const bool taken = v->matmul_q8act(x.data(), M, w.ref(), bias, y.data(), planes);
     const std::string name = v->name;
     const bool vnni = name == "avx512vnni" || name == "avx2vnni";
-    const bool must = M > 8 && (w.bits == 4 ? (vnni || name == "avx2" || name == "neon_dotprod") : w.bits == 8 && vnni);
+    // M <= 16: the GEMV takes the integer activations on avx512vnni (4-bit with K % 128 == 0, 8-bit with K % 64 == 0).
+    const bool gemv_fast = M <= 16 && name == "avx512vnni" && ((w.bits == 4 && K % 128 == 0) || (w.bits == 8 && K % 64 == 0));
+    const bool must = gemv_fast || (M > 16 && (w.bits == 4 ? (vnni || name == "avx2" || name == "neon_dotprod") : w.bits == 8 && vnni));
     double err = 0;
     if (taken != must) {
       err = kInf;
@@ -636,7 +648,7 @@ void test_q8act() {
   int idx = 0;
   for (int bits : {4, 8, 3})
     for (int group : {32, 64, 128})
-      for (int64_t M : {5, 9, 40, 300}) {
+      for (int64_t M : {5, 17, 40, 300}) {
         Rng r(uint64_t(900 + idx++));
         const int64_t N = 37, K = 1152;
         const TestWeight w = quant_weight(N, K, bits, group, idx % 3, r);

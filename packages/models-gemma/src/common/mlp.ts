@@ -2,6 +2,7 @@
  * The Gemma GeGLU MLP: down( gelu_tanh(gate x) ⊙ up x ) (HF `Gemma3nTextMLP.forward`), with Gemma 3n's
  * optional activation sparsity on the gate (`Gemma3nTextMLP._gaussian_topk`).
  */
+import { ScratchBuffers } from '@mlxcel/models-core';
 import { ops, type Linear } from '@mlxcel/tensor';
 import { normalQuantile } from './normal-quantile.js';
 
@@ -11,24 +12,11 @@ import { normalQuantile } from './normal-quantile.js';
  * (engine policy: f32 activations use exact constants; docs/architecture/gemma3n.md §7.3).
  */
 export function gaussianTopK(g: Float32Array, dim: number, z: number): void {
-  const rows = g.length / dim;
-  for (let r = 0; r < rows; r++) {
-    const o = r * dim;
-    let sum = 0;
-    for (let i = 0; i < dim; i++) sum += g[o + i]!;
-    const mean = sum / dim;
-    let ss = 0;
-    for (let i = 0; i < dim; i++) {
-      const d = g[o + i]! - mean;
-      ss += d * d;
-    }
-    const cutoff = mean + Math.sqrt(ss / dim) * z;
-    for (let i = 0; i < dim; i++) {
-      const x = g[o + i]! - cutoff;
-      g[o + i] = x > 0 ? x : 0;
-    }
-  }
+  ops.gaussianTopK(g, dim, z); // one native pass per row (statistics in double)
 }
+
+/** gate / up outputs ([N, I] each, the largest intermediates of a Gemma layer), shared by every MLP: they never outlive forward(). */
+const scratch = new ScratchBuffers();
 
 export class GemmaMLP {
   /** z = Φ⁻¹(sparsity) or null when the layer is dense. */
@@ -41,10 +29,11 @@ export class GemmaMLP {
   }
   /** x [N, H] → [N, H]. */
   forward(x: Float32Array, N: number): Float32Array {
-    const g = this.gate.forward(x, N); // [N, I]
-    if (this.z !== null) gaussianTopK(g, this.intermediate, this.z);
+    const I = this.intermediate;
+    const g = this.gate.forward(x, N, scratch.take('gate', N * I)); // [N, I]
+    if (this.z !== null) gaussianTopK(g, I, this.z);
     ops.geluTanh(g, g);
-    const u = this.up.forward(x, N); // [N, I]
+    const u = this.up.forward(x, N, scratch.take('up', N * I)); // [N, I]
     ops.mul(g, u, g);
     return this.down.forward(g, N);
   }

@@ -1,7 +1,8 @@
 /**
  * AltUp (docs/architecture/gemma3n.md §6, §7.1): K parallel copies ("streams") of the residual; one active stream goes
  * through the layer, the others are predicted from all streams and corrected by the layer's innovation.
- * Streams are K arrays [N, H]. Coefficient matrices are tiny (K² × K, K × K) and run in JS.
+ * Streams are K arrays [N, H]. Coefficient matrices are tiny (K² × K, K × K) and run in JS; the stream
+ * mixes run natively, one pass per predict / correct over every token.
  */
 import { ops, type Linear, type RMSNorm } from '@mlxcel/tensor';
 
@@ -76,40 +77,40 @@ export class AltUp {
   }
 
   /**
-   * pred_i = X_i + Σ_j M[i][j] X_j with M[i][j] = m[i·K + j], m = W_p · mod(X_active) (§7.1): per token
-   * and stream one native linear combination of the K streams with coefficients δ_ij + M[i][j].
+   * pred_i = X_i + Σ_j M[i][j] X_j with M[i][j] = m[i·K + j], m = W_p · mod(X_active) (§7.1): one native
+   * pass over all tokens and streams, with per-token coefficients δ_ij + M[i][j] ([N, K, K]).
    */
   predict(X: readonly Float32Array[], N: number): Float32Array[] {
     const K = this.K, H = this.H;
     const m = this.coefs(this.modalities(X[0]!, N), N, this.predictionCoefs, K * K);
+    const c = new Float32Array(N * K * K); // [N, K out, K in]
+    for (let t = 0; t < N; t++)
+      for (let i = 0; i < K; i++)
+        for (let j = 0; j < K; j++) c[(t * K + i) * K + j] = m[t * K * K + i * K + j]! + (i === j ? 1 : 0);
     const pred = X.map((x) => new Float32Array(x.length));
-    const c = new Float32Array(K);
-    for (let t = 0; t < N; t++) {
-      const rows = N === 1 ? X : X.map((x) => x.subarray(t * H, (t + 1) * H));
-      for (let i = 0; i < K; i++) {
-        for (let j = 0; j < K; j++) c[j] = m[t * K * K + i * K + j]! + (i === j ? 1 : 0);
-        ops.linearCombine(rows, c, N === 1 ? pred[i]! : pred[i]!.subarray(t * H, (t + 1) * H));
-      }
-    }
+    ops.mixStreams(X, c, pred, N, H);
     return pred;
   }
 
-  /** corr_i = pred_i + (W_c · mod(y) + 1)_i · (y − pred_active) (§7.1). */
-  correct(pred: readonly Float32Array[], y: Float32Array, N: number): Float32Array[] {
-    const K = this.K, H = this.H;
-    const c = this.coefs(this.modalities(y, N), N, this.correctionCoefs, K);
+  /**
+   * corr_i = pred_i + (W_c · mod(y) + 1)_i · (y − pred_active) (§7.1), written over `pred`: the
+   * innovation, then one native pass over all tokens and streams (inputs pred_0..pred_{K−1} and the innovation, [N, K, K + 1]
+   * coefficients: 1 for pred_i, the gain for the innovation, 0 = no term for the rest).
+   */
+  correct(pred: Float32Array[], y: Float32Array, N: number): Float32Array[] {
+    const K = this.K, H = this.H, J = K + 1;
+    const g = this.coefs(this.modalities(y, N), N, this.correctionCoefs, K);
     const innov = ops.sub(y, pred[0]!);
-    const out = pred.map((p) => new Float32Array(p.length));
-    const f2 = new Float32Array(2);
-    for (let t = 0; t < N; t++) {
-      const row = (a: Float32Array) => (N === 1 ? a : a.subarray(t * H, (t + 1) * H));
+    const c = new Float32Array(N * K * J); // [N, K out, K + 1 in]
+    for (let t = 0; t < N; t++)
       for (let i = 0; i < K; i++) {
-        f2[0] = 1;
-        f2[1] = c[t * K + i]! + 1;
-        ops.linearCombine([row(pred[i]!), row(innov)], f2, row(out[i]!));
+        c[(t * K + i) * J + i] = 1;
+        c[(t * K + i) * J + K] = g[t * K + i]! + 1;
       }
-    }
-    return out;
+    // In place over the predictions (the kernel reads every input of an element before writing it):
+    // they are this layer's own arrays and dead after the correction.
+    ops.mixStreams([...pred, innov], c, pred, N, H);
+    return pred;
   }
 
   /** The active corrected stream, scaled by correct_output_scale when altup_correct_scale (§7.4). */

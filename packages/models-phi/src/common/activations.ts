@@ -1,19 +1,13 @@
 /** Gated MLP activations that read a fused projection output. */
+import { ops } from '@mlxcel/tensor';
 
 /**
  * SwiGLU over a fused [gate; up] projection whose two halves are contiguous column blocks
- * (Phi-3 `gate_up_proj`, docs/architecture/phi3.md §2.1): out[r, i] = SiLU(gu[r, i]) · gu[r, I + i].
+ * (Phi-3 `gate_up_proj`, docs/architecture/phi3.md §2.1): out[r, i] = SiLU(gu[r, i]) · gu[r, I + i],
+ * one native pass (SiLU in f32 as the kernels compute it everywhere else).
  */
-export function swigluHalves(gu: Float32Array, M: number, I: number): Float32Array {
-  const out = new Float32Array(M * I);
-  for (let r = 0; r < M; r++) {
-    const g0 = r * 2 * I, o0 = r * I;
-    for (let i = 0; i < I; i++) {
-      const g = gu[g0 + i]!;
-      out[o0 + i] = (g / (1 + Math.exp(-g))) * gu[g0 + I + i]!;
-    }
-  }
-  return out;
+export function swigluHalves(gu: Float32Array, M: number, I: number, out?: Float32Array): Float32Array {
+  return ops.gatedAct(gu, M, I, 'silu', out);
 }
 
 /**

@@ -37,9 +37,16 @@ export function phiAttention(
 ): Float32Array {
   const { nHeads, nKvHeads, headDim: D } = g;
   const qw = nHeads * D, kw = nKvHeads * D;
-  for (const s of b.seqs) {
-    s.table.apply(q.subarray(s.start * qw, (s.start + s.len) * qw), s.len, nHeads, D, s.p0);
-    s.table.apply(k.subarray(s.start * kw, (s.start + s.len) * kw), s.len, nKvHeads, D, s.p0);
+  const table = b.seqs[0]!.table;
+  if (b.seqs.every((s) => s.table === table)) {
+    // One table for the whole batch (the usual case: one LongRoPE regime): two calls at every row's position.
+    table.apply(q, b.n, nHeads, D, b.positions);
+    table.apply(k, b.n, nKvHeads, D, b.positions);
+  } else {
+    for (const s of b.seqs) {
+      s.table.apply(q.subarray(s.start * qw, (s.start + s.len) * qw), s.len, nHeads, D, s.p0);
+      s.table.apply(k.subarray(s.start * kw, (s.start + s.len) * kw), s.len, nKvHeads, D, s.p0);
+    }
   }
   return attendBatch(q, k, v, b, (s) => s.state.caches[layer]!, g, mask);
 }

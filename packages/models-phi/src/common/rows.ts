@@ -1,9 +1,12 @@
 /** Column splitting of row-major activations (fused projections → separate q/k/v, gate/up). */
 
-/** Splits [M, Σ widths] into one [M, width] matrix per width (column blocks in order). */
-export function splitColumns(x: Float32Array, M: number, widths: readonly number[]): Float32Array[] {
+/**
+ * Splits [M, Σ widths] into one [M, width] matrix per width (column blocks in order), into `into[i]`
+ * (M · widths[i] floats each) when given.
+ */
+export function splitColumns(x: Float32Array, M: number, widths: readonly number[], into?: readonly Float32Array[]): Float32Array[] {
   const total = widths.reduce((a, b) => a + b, 0);
-  const outs = widths.map((w) => new Float32Array(M * w));
+  const outs = into ? [...into] : widths.map((w) => new Float32Array(M * w));
   for (let r = 0; r < M; r++) {
     let c = r * total;
     for (let i = 0; i < widths.length; i++) {

@@ -8,6 +8,7 @@
  * or logits (the embed → layers loop is common/model-base.ts). Shapes: N rows, H = hidden_size,
  * nH / nKV heads of D, I = intermediate_size.
  */
+import { ScratchBuffers } from '@mlxcel/models-core';
 import { ops, type WeightStore } from '@mlxcel/tensor';
 import { swigluHalves } from '../common/activations.js';
 import { phiAttention, uniformAttention } from '../common/attention.js';
@@ -21,6 +22,9 @@ import { loadPhi3Weights, type Phi3Layer, type Phi3Weights } from './weights.js'
 const PREFILL_CHUNK = 512;
 
 export class Phi3Model extends PhiModelBase<Phi3Config, Phi3Weights> {
+  /** The layer's big intermediates, reused from layer to layer and call to call (see ScratchBuffers). */
+  private readonly scratch = new ScratchBuffers();
+
   constructor(raw: Record<string, unknown>, store: WeightStore, opts: Phi3ConfigOptions = {}) {
     const cfg = parsePhi3Config(raw, opts);
     super(raw, cfg, loadPhi3Weights(store, cfg, raw), { attention: uniformAttention(cfg), prefillChunk: PREFILL_CHUNK });
@@ -31,12 +35,16 @@ export class Phi3Model extends PhiModelBase<Phi3Config, Phi3Weights> {
     const L: Phi3Layer = this.w.layers[l]!;
     const { hidden_size: H, num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D, intermediate_size: I } = this.cfg;
     const N = b.n;
-    const attnIn = L.inputNorm.forward(h, H); // [N, H]
-    const [q, k, v] = splitColumns(L.qkv.forward(attnIn, N), N, [nH * D, nKV * D, nKV * D]); // [N, nH·D], [N, nKV·D] ×2
+    const sc = this.scratch;
+    const attnIn = L.inputNorm.forward(h, H, sc.take('norm', N * H)); // [N, H]
+    const qkvW = (nH + 2 * nKV) * D;
+    // q, k, v never outlive the layer either: RoPE rotates q and k in place, the cache copies k and v.
+    const [q, k, v] = splitColumns(L.qkv.forward(attnIn, N, sc.take('qkv', N * qkvW)), N, [nH * D, nKV * D, nKV * D],
+      [sc.take('q', N * nH * D), sc.take('k', N * nKV * D), sc.take('v', N * nKV * D)]); // [N, nH·D], [N, nKV·D] ×2
     const attn = phiAttention(l, q!, k!, v!, b, this.geom); // [N, nH·D]
-    ops.add(h, L.o.forward(attn, N), h);
-    const mlpIn = L.postNorm.forward(h, H); // [N, H]
-    const act = swigluHalves(L.gateUp.forward(mlpIn, N), N, I); // [N, 2I] → [N, I]
-    return ops.add(h, L.down.forward(act, N), h);
+    ops.add(h, L.o.forward(attn, N, sc.take('out', N * H)), h);
+    const mlpIn = L.postNorm.forward(h, H, sc.take('norm', N * H)); // [N, H]
+    const act = swigluHalves(L.gateUp.forward(mlpIn, N, sc.take('gateUp', N * 2 * I)), N, I, sc.take('act', N * I)); // [N, 2I] → [N, I]
+    return ops.add(h, L.down.forward(act, N, sc.take('out', N * H)), h);
   }
 }
