@@ -84,6 +84,24 @@ function wav(samples: Float32Array, rate = 16000): Buffer {
 const user = (content: unknown) => [{ role: 'user', content }];
 const imagePart = (url: string) => ({ type: 'image_url', image_url: { url } });
 
+/** A greedy generate() run drained: its text and the logprobs of its real (non-marker) tokens. */
+async function drain(g: AsyncIterable<{ text: string; token: number; logprob: number }>): Promise<{ text: string; logprobs: number[] }> {
+  let text = '';
+  const logprobs: number[] = [];
+  for await (const t of g) {
+    text += t.text;
+    if (t.token >= 0) logprobs.push(t.logprob);
+  }
+  return { text, logprobs };
+}
+
+/** The server's per-token logprobs equal generate()'s within 1e-4 (the worker and this thread run the same kernels). */
+function expectLogprobsMatch(r: OpenAI.Chat.ChatCompletion, want: number[]): void {
+  const got = r.choices[0]!.logprobs!.content!.map((c) => c.logprob);
+  expect(got.length).toBe(want.length);
+  got.forEach((v, i) => expect(Math.abs(v - want[i]!)).toBeLessThanOrEqual(1e-4));
+}
+
 describe('image_url parts (Gemma 4 vision checkpoint)', () => {
   const dir = makeGemma4VisionDir();
   const png = readFileSync(join(dir, 'image.png'));
@@ -114,21 +132,15 @@ describe('image_url parts (Gemma 4 vision checkpoint)', () => {
     const loaded = await loadModel(dir);
     const messages: ChatMessage[] = [{ role: 'user', content: [{ type: 'text', text: 'Describe.' }, { type: 'image', image: new Uint8Array(png) } as never] }];
     const g = generate(loaded, messages, { temperature: 0, maxTokens: 6 });
-    let text = '';
-    const logprobs: number[] = [];
-    for await (const t of g) {
-      text += t.text;
-      if (t.token >= 0) logprobs.push(t.logprob);
-    }
+    const { text, logprobs } = await drain(g);
     const stats = await g.stats;
     expect(r.choices[0]!.message.content).toBe(text);
     expect(r.usage!.prompt_tokens).toBe(stats.promptTokens);
     expect(r.usage!.completion_tokens).toBe(stats.generatedTokens);
     // 64 soft tokens + the image markers are in the prompt.
     expect(stats.promptTokens).toBeGreaterThan(66);
+    expectLogprobsMatch(r, logprobs);
     const got = r.choices[0]!.logprobs!.content!.map((c) => c.logprob);
-    expect(got.length).toBe(logprobs.length);
-    got.forEach((v, i) => expect(Math.abs(v - logprobs[i]!)).toBeLessThanOrEqual(1e-4));
 
     // Another image changes the answer's logprobs: the pixels reach the model.
     const red = `data:image/png;base64,${solidPng(96, 96, [255, 0, 0]).toString('base64')}`;
@@ -211,19 +223,12 @@ describe('image_url parts (Gemma 3n vision checkpoint: MobileNetV5 tower, hard v
     });
     const loaded = await loadModel(dir);
     const g = generate(loaded, [{ role: 'user', content: [{ type: 'image', image: new Uint8Array(png) } as never, { type: 'text', text: 'What is this?' }] }], { temperature: 0, maxTokens: 6 });
-    let text = '';
-    const logprobs: number[] = [];
-    for await (const t of g) {
-      text += t.text;
-      if (t.token >= 0) logprobs.push(t.logprob);
-    }
+    const { text, logprobs } = await drain(g);
     const stats = await g.stats;
     expect(r.usage!.prompt_tokens).toBe(stats.promptTokens);
     expect(stats.promptTokens).toBeGreaterThan(256); // 256 soft tokens per Gemma 3n image
     expect(r.choices[0]!.message.content).toBe(text);
-    const got = r.choices[0]!.logprobs!.content!.map((c) => c.logprob);
-    expect(got.length).toBe(logprobs.length);
-    got.forEach((v, i) => expect(Math.abs(v - logprobs[i]!)).toBeLessThanOrEqual(1e-4));
+    expectLogprobsMatch(r, logprobs);
   });
 });
 
@@ -261,13 +266,10 @@ describe('input_audio parts (Gemma 4 audio checkpoint)', () => {
     const loaded = await loadModel(dir);
     const p = audioPrompt(loaded, new Uint8Array(clip), 'Describe this.');
     const g = generate(loaded, p.ids, { temperature: 0, maxTokens: 5, embeddingOverrides: p.overrides });
-    const logprobs: number[] = [];
-    for await (const t of g) if (t.token >= 0) logprobs.push(t.logprob);
+    const { logprobs } = await drain(g);
     expect(r.usage!.prompt_tokens).toBe(p.ids.length);
     expect(p.audioTokens).toBe(25);
-    const got = r.choices[0]!.logprobs!.content!.map((c) => c.logprob);
-    expect(got.length).toBe(logprobs.length);
-    got.forEach((v, i) => expect(Math.abs(v - logprobs[i]!)).toBeLessThanOrEqual(1e-4));
+    expectLogprobsMatch(r, logprobs);
 
     // Two clips in two turns: each gets its own 25 soft tokens.
     const clipPart = { type: 'input_audio' as const, input_audio: { data: clip.toString('base64'), format: 'wav' as const } };
