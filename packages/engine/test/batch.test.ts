@@ -143,7 +143,7 @@ describe('BatchScheduler', () => {
     })()],
     ['phi3', { ...readJson(fileURLToPath(new URL('../../../fixtures/configs/phi3-tiny-short.json', import.meta.url)), 'phi3-tiny-short'), vocab_size: 512 }],
   ];
-  const prompts16 = Array.from({ length: 16 }, (_, i) => Array.from({ length: 1 + (i % 7) }, (_, t) => (i * 37 + t * 11 + 1) % 500));
+  const prompts16 = Array.from({ length: 16 }, (_, i) => Int32Array.from({ length: 1 + (i % 7) }, (_, t) => (i * 37 + t * 11 + 1) % 500));
   const asLoaded = (model: LanguageModel): LoadedModel => ({ dir: 'random', config: {}, model, tokenizer: null, chatTemplate: null, eosIds: [], generationConfig: {} });
 
   for (const [name, cfg] of configs)
