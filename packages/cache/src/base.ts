@@ -11,7 +11,7 @@ import type { KvSegmentDesc } from '@mlxcel/core-native';
 import { MlxcelError } from '@mlxcel/tensor';
 import { attendOne } from './attend.js';
 import { STAGING_FORMAT, storeFormat, type GroupSize, type KvStorage, type StoreFormat } from './storage.js';
-import { copyImage, range, sliceImage, TiledStore, type StoreImage } from './store.js';
+import { copyImage, range, sliceImage, TiledStore, type KvStore, type StoreImage } from './store.js';
 import type { AttendOptions, CacheKind, DetachedCache, LayerCache } from './types.js';
 
 /** How a restored ring lays out its slots (prefix reuse). */
@@ -32,7 +32,7 @@ export abstract class KvCacheBase implements LayerCache {
   abstract readonly kind: Exclude<CacheKind, 'shared'>;
   readonly format: StoreFormat;
   ropeRegime = '';
-  protected main: TiledStore;
+  protected main: KvStore;
   /** Main slots in use. */
   protected used = 0;
   protected staging: TiledStore;
@@ -51,7 +51,7 @@ export abstract class KvCacheBase implements LayerCache {
     for (const [name, x] of [['nKvHeads', nKvHeads], ['headDim', headDim], ['vDim', vDim]] as const)
       if (!Number.isInteger(x) || x < 1) throw new MlxcelError('E_CACHE', `${who}: ${name} must be a positive integer, got ${x}`);
     this.format = storeFormat(storage, headDim, vDim, opts.groupSize, who);
-    this.main = new TiledStore(nKvHeads, headDim, vDim, this.format);
+    this.main = this.newMainStore();
     this.staging = new TiledStore(nKvHeads, headDim, vDim, STAGING_FORMAT);
   }
 
@@ -76,6 +76,10 @@ export abstract class KvCacheBase implements LayerCache {
   }
 
   // ---- subclass hooks ------------------------------------------------------------------------
+  /** An empty main store (one buffer set; append-only caches use pages, see paged-store.ts). */
+  protected newMainStore(): KvStore {
+    return new TiledStore(this.nKvHeads, this.headDim, this.vDim, this.format);
+  }
   /** Writes T finalized rows at positions pos0.. into the main store. */
   protected abstract commit(k: Float32Array, v: Float32Array, T: number, pos0: number): void;
   /** Why the newest n finalized rows cannot be dropped, or null when they can. */
@@ -156,13 +160,13 @@ export abstract class KvCacheBase implements LayerCache {
   // ---- reads ---------------------------------------------------------------------------------
   segments(): KvSegmentDesc[] {
     const s: KvSegmentDesc[] = [];
-    if (this.used > 0) s.push(this.main.segment(this.used));
+    if (this.used > 0) s.push(...this.main.segments(this.used));
     if (this._staged > 0) s.push(this.staging.segment(this._staged));
     return s;
   }
 
   slotPositions(): Int32Array {
-    const main = this.main.pos.subarray(0, this.used);
+    const main = this.main.positions(this.used);
     if (this._staged === 0) return main;
     const all = new Int32Array(this.used + this._staged);
     all.set(main);
@@ -199,7 +203,7 @@ export abstract class KvCacheBase implements LayerCache {
       throw new MlxcelError('E_CACHE_STATE', `${this.who}.exportPositions: [${from}, ${to}) is not a range of positions`);
     if (to > this.committed) return null;
     const slots = new Int32Array(to - from).fill(-1);
-    const pos = this.main.pos;
+    const pos = this.main.positions(this.used);
     for (let s = 0; s < this.used; s++) {
       const p = pos[s]!;
       if (p >= from && p < to) slots[p - from] = s;
@@ -286,7 +290,7 @@ export abstract class KvCacheBase implements LayerCache {
   reset(): void {
     this.main.release();
     this.staging.release();
-    this.main = new TiledStore(this.nKvHeads, this.headDim, this.vDim, this.format);
+    this.main = this.newMainStore();
     this.staging = new TiledStore(this.nKvHeads, this.headDim, this.vDim, STAGING_FORMAT);
     this.used = 0;
     this._staged = 0;

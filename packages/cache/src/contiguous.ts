@@ -1,17 +1,22 @@
 /**
- * Append-only caches for full-attention layers: slot i holds position i. Storage grows in steps of
- * 256 slots (as mlx-lm's KVCache). ContiguousCache stores f32/f16/bf16; QuantizedCache stores MLX
+ * Append-only caches for full-attention layers: slot i holds position i. Storage grows by pages of
+ * 256+ slots (paged-store.ts) that never move. ContiguousCache stores f32/f16/bf16; QuantizedCache stores MLX
  * affine codes (8-bit K and V, or 8-bit K with 4-bit V) and refuses trims that reach quantized rows.
  */
 import { MlxcelError } from '@mlxcel/tensor';
 import { KvCacheBase, type CacheOptions } from './base.js';
 import type { FloatDtype, KvStorage } from './storage.js';
-import { range } from './store.js';
+import { PagedStore } from './paged-store.js';
+import { range, type KvStore } from './store.js';
 import type { DetachedCache } from './types.js';
 
 const STEP = 256;
 
 abstract class AppendCache extends KvCacheBase {
+  protected override newMainStore(): KvStore {
+    return new PagedStore(this.nKvHeads, this.headDim, this.vDim, this.format);
+  }
+
   protected commit(k: Float32Array, v: Float32Array, T: number, pos0: number): void {
     this.main.reserve(Math.ceil((this.used + T) / STEP) * STEP);
     this.main.write(range(this.used, this.used + T), k, v, range(pos0, pos0 + T));

@@ -1,6 +1,7 @@
 export type { AttendOptions, BlockSparse, CacheKind, DetachedCache, LayerCache } from './types.js';
 export { type FloatDtype, type GroupSize, type KvStorage, type StoreFormat, KV_STORAGES, isKvStorage, storeFormat } from './storage.js';
-export { TiledStore, TILE, KvBufferRecycler, kvBuffers, sliceImage, slotBytes, imageBytes, type StoreImage } from './store.js';
+export { TiledStore, TILE, KvBufferRecycler, kvBuffers, sliceImage, concatImages, slotBytes, imageBytes, type KvStore, type StoreImage } from './store.js';
+export { PagedStore, PAGE_SLOTS, pageSlotsFor } from './paged-store.js';
 export { KvCacheBase, type CacheOptions, type RestoreOptions } from './base.js';
 export { ContiguousCache, QuantizedCache, type ContiguousOptions, type QuantizedOptions } from './contiguous.js';
 export { RotatingCache, ringRestoreStart, ringSizeFor, type RotatingOptions } from './rotating.js';

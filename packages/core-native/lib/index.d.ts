@@ -49,7 +49,11 @@ export declare function cpuInfo(): CpuInfo;
 /** Forces a kernel variant ('scalar' | 'avx2' | 'avx2vnni' | 'avx512' | 'avx512vnni' | 'neon' | 'neon_dotprod'); throws if unavailable. */
 export declare function setIsa(name: string): string;
 export declare function setThreads(n: number): number;
-/** A zeroed, 64-byte aligned native buffer (external ArrayBuffer; copied where externals are forbidden). */
+/**
+ * A zeroed, 64-byte aligned native buffer (external ArrayBuffer; a V8-owned one where externals are
+ * forbidden). From 2 MiB on it is mapped from the OS (2 MiB aligned, advised for transparent huge pages
+ * on Linux; no page is touched until used) and reported to V8 as external memory.
+ */
 export declare function alloc(bytes: number): ArrayBuffer;
 /** Read-only (copy-on-write) mapping of a whole file. */
 export declare function mmapFile(path: string): ArrayBuffer;

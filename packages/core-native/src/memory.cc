@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -36,10 +37,82 @@ void free_aligned(Napi::Env, void* p) {
 #endif
 }
 
+// Buffers of at least kLargeBytes come straight from the OS instead of the heap: fresh anonymous pages
+// are already zero (no memset touching every page at allocation), and on Linux the mapping is 2 MiB
+// aligned and advised for transparent huge pages. Why: the first touch of fresh memory costs a page
+// fault per 4 KiB page, which on virtual machines is expensive: measured 3.7 ms per MiB on the
+// development VM (a 400 MiB KV cache: 1.5 s) against 0.08 ms per MiB with huge pages. KV caches and
+// other long-lived multi-MiB buffers take this path (packages/cache store.ts).
+constexpr size_t kLargeBytes = size_t(2) << 20;
+constexpr size_t kHugePage = size_t(2) << 20;
+
+struct LargeBlock {
+  void* base;   // what the OS returned (freed as a whole)
+  size_t size;  // bytes mapped at base
+  size_t bytes; // bytes the ArrayBuffer exposes (reported to V8 as external memory)
+};
+
+void free_large(LargeBlock* b) {
+#if defined(_WIN32)
+  ::VirtualFree(b->base, 0, MEM_RELEASE);
+#else
+  ::munmap(b->base, b->size);
+#endif
+  delete b;
+}
+
+// A zeroed block of at least n bytes, or nullptr (out of memory / address space).
+LargeBlock* alloc_large(size_t n) {
+  const size_t rounded = (n + kHugePage - 1) / kHugePage * kHugePage;
+#if defined(_WIN32)
+  void* p = ::VirtualAlloc(nullptr, rounded, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+  if (!p) return nullptr;
+  return new LargeBlock{p, rounded, n};
+#else
+  // Map one huge page more than needed, then unmap the misaligned head and the tail so the block starts
+  // on a 2 MiB boundary (THP only backs aligned 2 MiB ranges).
+  const size_t span = rounded + kHugePage;
+  void* raw = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t start = (a + kHugePage - 1) / kHugePage * kHugePage;
+  if (start > a) ::munmap(raw, start - a);
+  const uintptr_t end = start + rounded;
+  if (a + span > end) ::munmap(reinterpret_cast<void*>(end), a + span - end);
+  void* p = reinterpret_cast<void*>(start);
+#if defined(MADV_HUGEPAGE)
+  ::madvise(p, rounded, MADV_HUGEPAGE);  // advice only: without THP the pages are simply 4 KiB ones
+#endif
+  return new LargeBlock{p, rounded, n};
+#endif
+}
+
 Napi::Value Alloc(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   int64_t bytes = int_arg(info[0], "alloc", "bytes", 0, int64_t(1) << 46);
   size_t n = size_t(bytes);
+  if (n >= kLargeBytes) {
+    LargeBlock* b = alloc_large(n);
+    if (!b) throw Napi::Error::New(env, "alloc: out of memory allocating " + std::to_string(n) + " bytes");
+    napi_value raw;
+    napi_status st = napi_create_external_arraybuffer(
+        env, b->base, n,
+        [](napi_env e, void*, void* hint) {
+          LargeBlock* blk = static_cast<LargeBlock*>(hint);
+          int64_t adjusted = 0;
+          napi_adjust_external_memory(e, -int64_t(blk->bytes), &adjusted);
+          free_large(blk);
+        },
+        b, &raw);
+    if (st == napi_ok) {
+      // V8 learns of the memory it cannot see, so dropped buffers are collected in time.
+      int64_t adjusted = 0;
+      napi_adjust_external_memory(env, int64_t(n), &adjusted);
+      return Napi::Value(env, raw);
+    }
+    free_large(b);
+    return Napi::ArrayBuffer::New(env, n);  // external buffers not allowed: a V8-owned (zeroed) buffer
+  }
   size_t padded = (n + kAlign - 1) / kAlign * kAlign;
   if (padded == 0) padded = kAlign;
 #if defined(_WIN32)
