@@ -5,7 +5,7 @@
  */
 import * as native from '@mlxcel/core-native';
 import { describe, expect, it } from 'vitest';
-import { attendBatch, createLayerCache, KvCacheBase, type AttendOptions, type KvStorage, type LayerCache } from '../src/index.js';
+import { attendBatch, ContiguousCache, createLayerCache, KvCacheBase, type AttendOptions, type KvStorage, type LayerCache } from '../src/index.js';
 import { naiveAttention, randArray, relErr, rng } from './helpers.js';
 
 const STORAGES: KvStorage[] = ['f32', 'f16', 'bf16', 'q8', 'k8v4'];
@@ -227,5 +227,28 @@ describe('attention argument checks', () => {
     expect(() => native.attention({ ...base, seqs: [{ qStart: 0, nQ: 1, segments: [seg], spans: Int32Array.of(5, 2) }] })).toThrow(/not a range/);
     expect(() => native.attention({ ...base, qPos: Int32Array.of(-1, 0), blockSparse: { blockSize: 4, localBlocks: 1, vertStride: 2 }, seqs: [{ qStart: 0, nQ: 1, segments: [seg] }] })).toThrow(/negative/);
     expect(() => native.attention({ ...base, nHeads: 3, seqs: [] })).toThrow(/multiple/);
+  });
+});
+
+describe('decode with few query vectors per KV head', () => {
+  it('equals the same row of a multi-row call bit for bit (f32 tiles: the few-row kernels vs the padded ones)', () => {
+    const prev = native.cpuInfo().threads;
+    native.setThreads(1); // no split-K in either call: one task per unit, so only the micro-kernels differ
+    try {
+      const D = 96, T = 300;
+      for (const [nHeads, nKv] of [[8, 8], [16, 8], [32, 8]] as const) { // 1, 2 and 4 query vectors per unit
+        const cache = new ContiguousCache(nKv, D);
+        cache.update(randArray(T * nKv * D, 1), randArray(T * nKv * D, 2), T);
+        const rows = 8;
+        const q = randArray(rows * nHeads * D, 3 + nHeads);
+        const qPos = Int32Array.from({ length: rows }, (_, i) => T - rows + i);
+        const all = attendBatch(q, [{ cache, rows, qPos }], nHeads, { scale: 1 / Math.sqrt(D), causal: true });
+        const last = q.subarray((rows - 1) * nHeads * D);
+        const one = attendBatch(last, [{ cache, rows: 1, qPos: qPos.subarray(rows - 1) }], nHeads, { scale: 1 / Math.sqrt(D), causal: true });
+        expect(one, `${nHeads} heads / ${nKv} KV heads`).toEqual(all.subarray((rows - 1) * nHeads * D));
+      }
+    } finally {
+      native.setThreads(prev);
+    }
   });
 });

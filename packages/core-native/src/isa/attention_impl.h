@@ -176,7 +176,12 @@ static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float*
   const AttnSeq& sq = c.seqs[u.seq];
   const std::vector<TileRef>& tiles = c.tiles[u.seq];
   const int D = c.D, DVp = c.DVp, nqv = u.nqv;
-  const int nqv_pad = int(round_up(nqv, QR));
+  // Few query vectors over f32 tiles (decode without much GQA): the few-row kernels, padded to 1/2/4
+  // rows instead of QR (attention_micro.h; same results).
+  bool f32_tiles = true;
+  for (int i = 0; i < sq.n_segs; i++) f32_tiles &= sq.segs[i].layout == kKvTiles && sq.segs[i].dtype == kF32;
+  const bool few = f32_tiles && nqv <= QR / 2;
+  const int nqv_pad = few ? (nqv <= 1 ? 1 : nqv <= 2 ? 2 : 4) : int(round_up(nqv, QR));
   const int64_t ncols = seq_cols(sq);
   Scratch& S = scratch();
   float* q = grow(S.q, size_t(nqv_pad) * D);
@@ -226,7 +231,17 @@ static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float*
     const int cols = nb * TK;
     // Scores for every tile of the block, then scale, soft-cap and masks.
     const bool decode = nqv_pad == QR;
-    for (int b = 0; b < nb; b++) {
+    if (few) {
+      const float* kts[BT];
+      for (int b = 0; b < nb; b++) {
+        const TileRef& tr = tiles[size_t(blk[b])];
+        kts[b] = k_tile(sq.segs[tr.seg], c.H, D, u.g, tr.t, kbuf);  // f32 tiles: in place, no copy
+      }
+      if (nqv_pad == 1) scores_few<1>(q, D, kts, nb, sc);
+      else if (nqv_pad == 2) scores_few<2>(q, D, kts, nb, sc);
+      else scores_few<4>(q, D, kts, nb, sc);
+    }
+    for (int b = 0; b < nb && !few; b++) {
       const TileRef& tr = tiles[size_t(blk[b])];
       const KvSegment& sg = sq.segs[tr.seg];
       switch (decode ? direct_k(sg) : 0) {
@@ -327,7 +342,10 @@ static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float*
       const TileRef& tr = tiles[size_t(blk[b])];
       vts[b] = v_tile(sq.segs[tr.seg], c.H, c.DV, DVp, u.g, tr.t, info[b].pos, vbuf + size_t(b) * TK * DVp, strides[b]);
     }
-    pv_block(sc, nqv_pad, DVp, vts, strides, nb, acc);
+    if (!few) pv_block(sc, nqv_pad, DVp, vts, strides, nb, acc);
+    else if (nqv_pad == 1) pv_few<1>(sc, DVp, vts, strides, nb, acc);
+    else if (nqv_pad == 2) pv_few<2>(sc, DVp, vts, strides, nb, acc);
+    else pv_few<4>(sc, DVp, vts, strides, nb, acc);
     nb = 0;
   };
 

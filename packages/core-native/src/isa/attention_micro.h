@@ -63,6 +63,92 @@ static void pv_block(const float* p, int nqv_pad, int DVp, const float* const* v
   }
 }
 
+// ---- decode with few query vectors over f32 tiles ------------------------------------------------
+// A decode unit holds one row x the heads that share its KV head: 1 query vector for Phi-3 / Phi-3.5
+// (no GQA), 3-4 for Phi-4-mini and Gemma 3n. Padded to QR (8 with AVX-512) the kernels above spend most
+// of their FMAs on zero rows, and with the real rows alone one FMA chain per row would be latency-bound.
+// These kernels take RQ < QR rows and instead run independent chains side by side: the NB tiles of a
+// block (scores) or DC vector chunks of the output (P.V). Every accumulator still takes its terms in the
+// order scores_tile / pv_block give them (d ascending; tile then lane ascending), so each row's result is
+// bit-identical to the padded kernels' — the choice never changes an output.
+template <int RQ, int NB>
+static void scores_tiles_few(const float* q, int D, const float* const* kts, float* s, int col0) {
+  vf acc[RQ][NB][NT];
+  for (int r = 0; r < RQ; r++)
+    for (int b = 0; b < NB; b++)
+      for (int u = 0; u < NT; u++) acc[r][b][u] = vsplat(0.f);
+  for (int d = 0; d < D; d++) {
+    for (int b = 0; b < NB; b++) {
+      vf kv[NT];
+      for (int u = 0; u < NT; u++) kv[u] = vload(kts[b] + d * TK + u * VL);
+      for (int r = 0; r < RQ; r++) {
+        const float x = q[r * D + d];
+        for (int u = 0; u < NT; u++) acc[r][b][u] += x * kv[u];
+      }
+    }
+  }
+  for (int r = 0; r < RQ; r++)
+    for (int b = 0; b < NB; b++)
+      for (int u = 0; u < NT; u++) vstore(s + r * SK + col0 + b * TK + u * VL, acc[r][b][u]);
+}
+
+// Vector registers the few-row kernels give to accumulators (32 with AVX-512 and NEON, 16 with AVX2).
+constexpr int kFewAcc = VL == 8 ? 6 : 12;
+constexpr int kFewTiles = VL == 8 ? 2 : 4;  // NB of scores_tiles_few
+
+template <int RQ>
+static void scores_few(const float* q, int D, const float* const* kts, int nb, float* s) {
+  int b = 0;
+  for (; b + kFewTiles <= nb; b += kFewTiles) scores_tiles_few<RQ, kFewTiles>(q, D, kts + b, s, b * TK);
+  for (; b < nb; b++) scores_tiles_few<RQ, 1>(q, D, kts + b, s, b * TK);
+}
+
+// DC consecutive NT*VL-wide chunks of the output from d on, RQ rows (the chunks' chains side by side).
+template <int RQ, int DC>
+static void pv_chunks_few(const float* p, int DVp, int d, const float* const* vt, const int* strides, int nb, float* acc) {
+  vf a[RQ][DC][NT];
+  for (int r = 0; r < RQ; r++)
+    for (int c = 0; c < DC; c++)
+      for (int u = 0; u < NT; u++) a[r][c][u] = vload(acc + int64_t(r) * DVp + d + (c * NT + u) * VL);
+  for (int b = 0; b < nb; b++) {
+    const float* vb = vt[b] + d;
+    const int st = strides[b];
+    const float* pb = p + b * TK;
+    for (int lane = 0; lane < TK; lane++) {
+      vf vv[DC][NT];
+      for (int c = 0; c < DC; c++)
+        for (int u = 0; u < NT; u++) vv[c][u] = vload(vb + lane * st + (c * NT + u) * VL);
+      for (int r = 0; r < RQ; r++) {
+        const float x = pb[r * SK + lane];
+        for (int c = 0; c < DC; c++)
+          for (int u = 0; u < NT; u++) a[r][c][u] += x * vv[c][u];
+      }
+    }
+  }
+  for (int r = 0; r < RQ; r++)
+    for (int c = 0; c < DC; c++)
+      for (int u = 0; u < NT; u++) vstore(acc + int64_t(r) * DVp + d + (c * NT + u) * VL, a[r][c][u]);
+}
+
+// pv_block for RQ rows: whole NT*VL chunks up to DC at a time, then the VL-wide tail as pv_block does.
+template <int RQ>
+static void pv_few(const float* p, int DVp, const float* const* vt, const int* strides, int nb, float* acc) {
+  constexpr int DC = kFewAcc / (RQ * NT) > 0 ? kFewAcc / (RQ * NT) : 1;
+  int d = 0;
+  for (; d + DC * NT * VL <= DVp; d += DC * NT * VL) pv_chunks_few<RQ, DC>(p, DVp, d, vt, strides, nb, acc);
+  for (; d + NT * VL <= DVp; d += NT * VL) pv_chunks_few<RQ, 1>(p, DVp, d, vt, strides, nb, acc);
+  for (; d < DVp; d += VL) {
+    vf a[RQ];
+    for (int r = 0; r < RQ; r++) a[r] = vload(acc + int64_t(r) * DVp + d);
+    for (int b = 0; b < nb; b++)
+      for (int lane = 0; lane < TK; lane++) {
+        const vf vv = vload(vt[b] + lane * strides[b] + d);
+        for (int r = 0; r < RQ; r++) a[r] += p[r * SK + b * TK + lane] * vv;
+      }
+    for (int r = 0; r < RQ; r++) vstore(acc + int64_t(r) * DVp + d, a[r]);
+  }
+}
+
 // ---- decode paths: convert in registers, no scratch round trip ----------------------------------
 // With at most QR query vectors (decode: one row x the heads of one KV head) each K/V element is used
 // by exactly one micro-kernel step, so converting it straight into the FMA operands beats converting
