@@ -47,10 +47,13 @@ describe('every ISA variant', () => {
 
   const outputs = new Map<string, Float32Array>();
   for (const isa of variants)
-    it(`${isa}: all masks × storages × {prefill, decode} × GQA {1, 8}`, () => {
+    it(`${isa}: all masks × storages × {prefill, decode} × GQA {1, 8}`, async () => {
       expect(native.setIsa(isa)).toBe(isa);
       for (const storage of STORAGES)
-        for (const mask of Object.keys(OPTS))
+        for (const mask of Object.keys(OPTS)) {
+          // Yield to the event loop between cases: the naive reference keeps this test busy for seconds
+          // on a loaded machine, and a worker that never yields misses vitest's RPC deadline.
+          await new Promise((r) => setImmediate(r));
           for (const g of [1, 8])
             for (const decode of [false, true]) {
               const { out, ref } = run(storage, mask, g, decode);
@@ -60,6 +63,7 @@ describe('every ISA variant', () => {
               if (first) expect(relErr(out, first), `${isa} vs ${variants[0]}: ${key}`).toBeLessThan(3e-5);
               else outputs.set(key, out);
             }
+        }
       // The single-sequence row-layout form too.
       const q = randArray(3 * 4 * 48, 1), k = randArray(30 * 2 * 48, 2), v = randArray(30 * 2 * 48, 3);
       const kPos = Int32Array.from({ length: 30 }, (_, i) => i), qPos = Int32Array.of(27, 28, 29);
