@@ -11,53 +11,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { deflateSync } from 'node:zlib';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audioPrompt, generate, loadModel, type ChatMessage } from '@mlxcel/engine';
 import { SafetensorsFile } from '@mlxcel/tensor';
 import { makeGemma3nVisionDir, makeGemma4VisionDir } from '../../engine/test/helpers/vision-model.js';
 import { FIXTURES } from '../../engine/test/helpers/paths.js';
+import { hugeHeaderPng, rgbPng } from '../../vision/test/png.js';
 import type { ApiError } from '../src/errors.js';
 import { refuseMediaCombination } from '../src/unsupported.js';
 import { post, serve, sseEvents, type Served } from './helpers/serve.js';
 
 const CHAT = '/v1/chat/completions';
 
-function crc32(buf: Buffer): number {
-  let c = ~0;
-  for (const byte of buf) {
-    c ^= byte;
-    for (let k = 0; k < 8; k++) c = (c >>> 1) ^ (0xedb88320 & -(c & 1));
-  }
-  return ~c >>> 0;
-}
-function pngChunk(type: string, data: Buffer): Buffer {
-  const len = Buffer.alloc(4);
-  len.writeUInt32BE(data.length);
-  const td = Buffer.concat([Buffer.from(type, 'ascii'), data]);
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(td));
-  return Buffer.concat([len, td, crc]);
-}
-/** A valid PNG header claiming w × h pixels, with almost no pixel data behind it. */
-function hugeHeaderPng(w: number, h: number): Buffer {
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(w, 0);
-  ihdr.writeUInt32BE(h, 4);
-  ihdr.set([8, 2, 0, 0, 0], 8);
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), pngChunk('IHDR', ihdr), pngChunk('IDAT', deflateSync(Buffer.alloc(10))), pngChunk('IEND', Buffer.alloc(0))]);
-}
-
 /** A w × h PNG of one RGB colour. */
 function solidPng(w: number, h: number, rgb: [number, number, number]): Buffer {
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(w, 0);
-  ihdr.writeUInt32BE(h, 4);
-  ihdr.set([8, 2, 0, 0, 0], 8);
   const row = Buffer.concat([Buffer.from([0]), Buffer.alloc(w * 3).map((_, i) => rgb[i % 3]!)]);
-  const raw = Buffer.concat(Array.from({ length: h }, () => row));
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), pngChunk('IHDR', ihdr), pngChunk('IDAT', deflateSync(raw)), pngChunk('IEND', Buffer.alloc(0))]);
+  return rgbPng(w, h, Buffer.concat(Array.from({ length: h }, () => row)));
 }
 
 /** 16-bit PCM mono WAV of `samples` in [-1, 1]. */

@@ -67,6 +67,7 @@ struct Ctx {
   const AttnSeq* seqs;
   int H, G, D, DV, DVp, QB;
   std::vector<std::vector<TileRef>> tiles;  // per sequence
+  std::vector<char> f32_tiles;              // per sequence: every segment is f32 in tile layout
 };
 
 struct Scratch {
@@ -178,9 +179,7 @@ static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float*
   const int D = c.D, DVp = c.DVp, nqv = u.nqv;
   // Few query vectors over f32 tiles (decode without much GQA): the few-row kernels, padded to 1/2/4
   // rows instead of QR (attention_micro.h; same results).
-  bool f32_tiles = true;
-  for (int i = 0; i < sq.n_segs; i++) f32_tiles &= sq.segs[i].layout == kKvTiles && sq.segs[i].dtype == kF32;
-  const bool few = f32_tiles && nqv <= QR / 2;
+  const bool few = c.f32_tiles[size_t(u.seq)] && nqv <= QR / 2;
   const int nqv_pad = few ? (nqv <= 1 ? 1 : nqv <= 2 ? 2 : 4) : int(round_up(nqv, QR));
   const int64_t ncols = seq_cols(sq);
   Scratch& S = scratch();
@@ -240,8 +239,7 @@ static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float*
       if (nqv_pad == 1) scores_few<1>(q, D, kts, nb, sc);
       else if (nqv_pad == 2) scores_few<2>(q, D, kts, nb, sc);
       else scores_few<4>(q, D, kts, nb, sc);
-    }
-    for (int b = 0; b < nb && !few; b++) {
+    } else for (int b = 0; b < nb; b++) {
       const TileRef& tr = tiles[size_t(blk[b])];
       const KvSegment& sg = sq.segs[tr.seg];
       switch (decode ? direct_k(sg) : 0) {
@@ -464,11 +462,13 @@ static void attention(const AttentionArgs& a) {
   // Query vectors per unit: enough to amortise each tile's load, few enough that acc stays in L2.
   c.QB = int(std::max<int64_t>(QR, std::min<int64_t>(64, 16384 / c.DVp / QR * QR)));
   c.tiles.resize(size_t(n_seqs));
+  c.f32_tiles.assign(size_t(n_seqs), 1);
   std::vector<Unit> units;
   for (int s = 0; s < n_seqs; s++) {
     const AttnSeq& sq = seqs[s];
     int64_t base = 0;
     for (int i = 0; i < sq.n_segs; i++) {
+      if (sq.segs[i].layout != kKvTiles || sq.segs[i].dtype != kF32) c.f32_tiles[size_t(s)] = 0;
       const int64_t nt = (sq.segs[i].n + TK - 1) / TK;
       for (int64_t t = 0; t < nt; t++) c.tiles[size_t(s)].push_back({i, t, base + t * TK});
       base += sq.segs[i].n;

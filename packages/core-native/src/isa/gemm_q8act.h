@@ -137,6 +137,17 @@ static bool q8act_quantize(const float* x, int64_t r0, int64_t r1, int64_t M, in
 // W rows [n0, n0 + nr) (nr <= VL; missing rows zero), elements [k0, k0 + kc), into the interleaved tile
 // wt[(k / 4) * VL + r] (4 codes of row r as one u32), and the chunk's group scales and biases as
 // sc[g * VL + r], bi[g * VL + r].
+// The chunk's group scales and biases of W rows [n0, n0 + nr) as sc[g * VL + r], bi[g * VL + r]
+// (missing rows zero).
+static void q8act_pack_scales(const WeightRef& w, int64_t n0, int nr, int64_t k0, int64_t kc, float* sc, float* bi) {
+  const int64_t G = w.group, gpr = w.cols / G;
+  for (int r = 0; r < VL; r++)
+    for (int64_t g = 0; g < kc / G; g++) {
+      sc[g * VL + r] = r < nr ? scale_at(w.scales, w.scale_dtype, (n0 + r) * gpr + k0 / G + g) : 0.f;
+      bi[g * VL + r] = r < nr ? scale_at(w.biases, w.scale_dtype, (n0 + r) * gpr + k0 / G + g) : 0.f;
+    }
+}
+
 #if defined(__AVX512VNNI__) && MLX_VL == 16
 // The 16 x 16 transpose of 32-bit words: out[i] lane r = in[r] word i (two interleave stages within
 // 128-bit lanes, then a 4 x 4 transpose of the lanes).
@@ -164,13 +175,13 @@ static inline void transpose16x16_epi32(const __m512i* in, __m512i* out) {
 #endif
 
 static void q8act_pack_tile(const WeightRef& w, int64_t n0, int nr, int64_t k0, int64_t kc, uint32_t* wt, float* sc, float* bi) {
-  const int64_t K = w.cols, G = w.group, gpr = K / G, row_bytes = K * w.bits / 8, steps = kc / 4;
+  const int64_t row_bytes = w.cols * w.bits / 8, steps = kc / 4;
 #if defined(__AVX512VNNI__) && MLX_VL == 16
   // 64 bytes of every row at a time, transposed so that each 32-bit word (8 codes at 4 bits, low
   // nibbles then high ones as two k-steps; 4 codes at 8 bits) of the 16 rows forms one vector, instead of
   // spreading codes row by row with one store per code word (measured +10-16 % on the whole GEMM at
   // M = 128, about even at M = 512). Needs x in the even/odd order (kQ8EvenOdd) for 4-bit codes.
-  if ((w.bits == 4 && K % 128 == 0) || (w.bits == 8 && kc % 64 == 0)) {  // 4-bit: x must be even/odd ordered (q8act_x_even_odd)
+  if (q8act_x_even_odd(w) || (w.bits == 8 && kc % 64 == 0)) {
     const int64_t cpb = w.bits == 4 ? 128 : 64;  // codes per 64-byte block
     const __m512i nib = _mm512_set1_epi8(0x0f);
     for (int64_t j = 0; j < kc / cpb; j++) {
@@ -194,25 +205,17 @@ static void q8act_pack_tile(const WeightRef& w, int64_t n0, int nr, int64_t k0, 
         for (int i = 0; i < 16; i++) _mm512_storeu_si512(o + i * VL, t[i]);
       }
     }
-    for (int r = 0; r < VL; r++)
-      for (int64_t g = 0; g < kc / G; g++) {
-        sc[g * VL + r] = r < nr ? scale_at(w.scales, w.scale_dtype, (n0 + r) * gpr + k0 / G + g) : 0.f;
-        bi[g * VL + r] = r < nr ? scale_at(w.biases, w.scale_dtype, (n0 + r) * gpr + k0 / G + g) : 0.f;
-      }
+    q8act_pack_scales(w, n0, nr, k0, kc, sc, bi);
     return;
   }
 #endif
+  q8act_pack_scales(w, n0, nr, k0, kc, sc, bi);
   for (int r = 0; r < VL; r++) {
     if (r >= nr) {
       for (int64_t k4 = 0; k4 < steps; k4++) wt[k4 * VL + r] = 0;
-      for (int64_t g = 0; g < kc / G; g++) sc[g * VL + r] = bi[g * VL + r] = 0.f;
       continue;
     }
     const uint8_t* row = w.data + (n0 + r) * row_bytes;
-    for (int64_t g = 0; g < kc / G; g++) {
-      sc[g * VL + r] = scale_at(w.scales, w.scale_dtype, (n0 + r) * gpr + k0 / G + g);
-      bi[g * VL + r] = scale_at(w.biases, w.scale_dtype, (n0 + r) * gpr + k0 / G + g);
-    }
     int64_t k4 = 0;
     if (w.bits == 4) {
       // Two bytes hold 4 codes (low nibble first); spread them to one byte each: 0xDCBA -> 0x0D0C0B0A.
@@ -369,9 +372,9 @@ static bool matmul_q8act(const float* x, int64_t M, const WeightRef& w, const fl
           const int mstep = planes == 2 ? MR2 : MR1;
           for (int64_t m = m0; m < m1; m += mstep) {
             const int mr = int(std::min<int64_t>(mstep, m1 - m));
-            const int8_t* xr[kQ8MR > MR1 ? kQ8MR : MR1];
-            const float* dr[kQ8MR > MR1 ? kQ8MR : MR1];
-            const float* sr[kQ8MR > MR1 ? kQ8MR : MR1];
+            const int8_t* xr[MR1];  // MR1 >= MR2
+            const float* dr[MR1];
+            const float* sr[MR1];
             for (int i = 0; i < mr; i++) {
               xr[i] = xq + (m + i) * K + k0;
               dr[i] = dx + (m + i) * gpr + k0 / G;
