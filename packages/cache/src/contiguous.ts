@@ -17,6 +17,11 @@ abstract class AppendCache extends KvCacheBase {
     return new PagedStore(this.nKvHeads, this.headDim, this.vDim, this.format);
   }
 
+  protected override reserveFor(tokens: number): boolean {
+    this.main.reserve(Math.ceil(tokens / STEP) * STEP);
+    return true;
+  }
+
   protected commit(k: Float32Array, v: Float32Array, T: number, pos0: number): void {
     this.main.reserve(Math.ceil((this.used + T) / STEP) * STEP);
     this.main.write(range(this.used, this.used + T), k, v, range(pos0, pos0 + T));

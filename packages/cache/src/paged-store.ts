@@ -152,6 +152,10 @@ export class PagedStore implements KvStore {
     });
   }
 
+  touch(): void {
+    for (const p of this.pages) p.touch();
+  }
+
   release(): void {
     for (const p of this.pages) p.release();
     this.pages = [];

@@ -124,6 +124,11 @@ export interface KvStore {
   clear(from: number, to?: number): void;
   /** Gives the storage buffers back to the recycler and empties the store (capacity 0). */
   release(): void;
+  /**
+   * Writes every byte of the storage now (zeros over the empty slots, contents unchanged), so the OS
+   * backs its pages before the sequence needs them (see KvCacheBase.preallocate).
+   */
+  touch(): void;
   /** The first `n` slots as attention segments (no copy). */
   segments(n: number): KvSegmentDesc[];
   /** The positions held by slots [0, n) (-1 = empty); may be a view. */
@@ -202,6 +207,16 @@ export class TiledStore implements KvStore {
     this.kScales = this.kBiases = this.vScales = this.vBiases = null;
     this.pos = new Int32Array(0);
     this._capacity = 0;
+  }
+
+  touch(): void {
+    // One write per 4 KiB page faults it in; adding 0 keeps every value (the buffers hold written slots
+    // as well as zeros). Atomics.add is a real read-modify-write the JIT cannot drop, unlike `a[i] = a[i]`;
+    // a read alone would only map the shared zero page.
+    for (const b of this.buffers()) {
+      const u8 = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+      for (let i = 0; i < u8.length; i += 4096) Atomics.add(u8, i, 0);
+    }
   }
 
   private buffers(): (Uint8Array | Float32Array)[] {

@@ -40,6 +40,27 @@ const KINDS: [string, () => LayerCache, number][] = [
   ['rotating k8v4 (window 50)', () => new RotatingCache(H, D, 50, D, { dtype: 'k8v4' }), 50],
 ];
 
+describe('preallocate', () => {
+  for (const [name, make, window] of KINDS)
+    it(`${name}: reserves and faults in storage up front; outputs are unchanged, before and after tokens`, () => {
+      const ref = feed(make(), [T], window);
+      const pre = make() as LayerCache & { preallocate(n: number): number; nbytes: number };
+      const bytes = pre.preallocate(2 * T);
+      if (window) expect(bytes).toBe(0); // a ring's size depends on the chunking: nothing up front
+      else {
+        expect(bytes).toBeGreaterThan(0);
+        expect(pre.nbytes).toBe(bytes);
+      }
+      const half = make() as LayerCache & { preallocate(n: number): number };
+      half.update(kRows(0, 40), vRows(0, 40), 40);
+      const before = half.attend(qRows(0, 40), 40, NH, positions(0, 40), { scale: 0.125, window });
+      half.preallocate(3 * T); // with content: every stored value stays
+      expect(bitsEqual(half.attend(qRows(0, 40), 40, NH, positions(0, 40), { scale: 0.125, window }), before)).toBe(true);
+      expect(bitsEqual(feed(pre, [T], window), ref)).toBe(true);
+      expect(() => pre.preallocate(-1)).toThrow(/preallocate: tokens must be a non-negative integer/);
+    });
+});
+
 describe('incremental == one-shot', () => {
   for (const [name, make, window] of KINDS)
     it(name, () => {

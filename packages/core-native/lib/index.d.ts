@@ -55,6 +55,12 @@ export declare function setThreads(n: number): number;
  * on Linux; no page is touched until used) and reported to V8 as external memory.
  */
 export declare function alloc(bytes: number): ArrayBuffer;
+/**
+ * Asks the OS to reclaim the whole pages inside `view` (Linux MADV_PAGEOUT): for a clean file mapping
+ * (mmapFile) they are dropped and read again from the file if touched; no value changes. Returns the
+ * bytes advised, 0 where the OS offers no such advice (harmless).
+ */
+export declare function releasePages(view: ArrayBufferView | ArrayBuffer): number;
 /** Read-only (copy-on-write) mapping of a whole file. */
 export declare function mmapFile(path: string): ArrayBuffer;
 

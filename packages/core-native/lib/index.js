@@ -8,7 +8,7 @@ const api = loaded.api;
 export const { DType, UnaryOp, BinaryOp } = api;
 
 export const {
-  cpuInfo, setIsa, setThreads, alloc, mmapFile,
+  cpuInfo, setIsa, setThreads, alloc, mmapFile, releasePages,
   matmul, gather, setMatmulPrecision, matmulPrecision, rmsNorm, layerNorm, softmax, unary, binary, affine, linearCombine, rope, attention,
   mixStreams, softcapCheck, gatedAct, gaussianTopK,
   toF32, fromF32, quantize, argmax, topk, streamSum,

@@ -347,9 +347,50 @@ Napi::Value MapFile(const Napi::CallbackInfo& info) {
 #endif
 }
 
+// releasePages(view): asks the OS to reclaim the whole pages inside a view's bytes (Linux
+// MADV_PAGEOUT). Used on a checkpoint's file mapping after the weights were copied out of it: the
+// file-backed pages are clean, so the kernel just drops them (a later read faults them in again from
+// the file; no value changes), and they stop counting towards the process's resident memory. Anonymous
+// memory is only swapped out (nothing is lost either). Returns the bytes advised; 0 where the OS has no
+// such advice (macOS, Windows, Linux < 5.4), which is harmless: the pages simply stay.
+Napi::Value ReleasePages(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !(info[0].IsTypedArray() || info[0].IsArrayBuffer() || info[0].IsDataView()))
+    throw_type(env, "releasePages: view must be an ArrayBuffer or ArrayBufferView");
+  uint8_t* base = nullptr;
+  size_t len = 0;
+  if (info[0].IsArrayBuffer()) {
+    Napi::ArrayBuffer ab = info[0].As<Napi::ArrayBuffer>();
+    base = static_cast<uint8_t*>(ab.Data());
+    len = ab.ByteLength();
+  } else if (info[0].IsTypedArray()) {
+    Napi::TypedArray t = info[0].As<Napi::TypedArray>();
+    base = static_cast<uint8_t*>(t.ArrayBuffer().Data()) + t.ByteOffset();
+    len = t.ByteLength();
+  } else {
+    Napi::DataView d = info[0].As<Napi::DataView>();
+    base = static_cast<uint8_t*>(d.ArrayBuffer().Data()) + d.ByteOffset();
+    len = d.ByteLength();
+  }
+#if defined(__linux__)
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT 21
+#endif
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t a = (reinterpret_cast<uintptr_t>(base) + page - 1) / page * page;  // whole pages only:
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(base) + len) / page * page;       // neighbours keep theirs
+  if (base && b > a && ::madvise(reinterpret_cast<void*>(a), b - a, MADV_PAGEOUT) == 0) return Napi::Number::New(env, double(b - a));
+#else
+  (void)base;
+  (void)len;
+#endif
+  return Napi::Number::New(env, 0);
+}
+
 }  // namespace
 
 void RegisterMemory(Napi::Env env, Napi::Object exports) {
+  exports.Set("releasePages", Napi::Function::New(env, ReleasePages, "releasePages"));
   exports.Set("alloc", Napi::Function::New(env, Alloc, "alloc"));
   exports.Set("mmapFile", Napi::Function::New(env, MapFile, "mmapFile"));
 }

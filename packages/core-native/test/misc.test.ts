@@ -214,6 +214,35 @@ describe('memory and the bandwidth probe', () => {
     }
   });
 
+  it('releasePages hands whole pages of a view back to the OS without changing a value (file mappings, written pages, heap memory)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mlxcel-release-'));
+    try {
+      const p = join(dir, 'data.bin');
+      const content = Uint8Array.from({ length: 1 << 20 }, (_, i) => (i * 2654435761) >>> 24);
+      writeFileSync(p, content);
+      const m = new Uint8Array(native.mmapFile(p));
+      expect(Buffer.from(m).equals(Buffer.from(content))).toBe(true);
+      m[5000] = content[5000]! ^ 1; // a private (copy-on-write) page: its data must survive too
+      const view = m.subarray(100, m.length - 100);
+      const advised = native.releasePages(view);
+      if (process.platform === 'linux') {
+        expect(advised).toBeGreaterThan(0);
+        expect(advised % 4096).toBe(0);
+        expect(advised).toBeLessThanOrEqual(view.byteLength); // only pages wholly inside the view
+      }
+      const want = Uint8Array.from(content);
+      want[5000] = content[5000]! ^ 1;
+      expect(Buffer.from(m).equals(Buffer.from(want))).toBe(true);
+      const heap = Uint8Array.from(content);
+      native.releasePages(heap);
+      expect(Buffer.from(heap).equals(Buffer.from(content))).toBe(true);
+      expect(native.releasePages(new Uint8Array(10))).toBe(0); // no whole page inside
+      expect(() => native.releasePages(42 as never)).toThrow(TypeError);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   for (const isa of VARIANTS)
     it(`streamSum [${isa}]: the sum of the buffer's u32 words modulo 2^32, any length, any thread count`, () => {
       native.setIsa(isa);

@@ -17,7 +17,7 @@
  * (kind, KV storage kind, geometry, window, KV sharing) and the RoPE regime its keys are rotated with
  * at the prompt's length (Phi LongRoPE switches tables past original_max_position_embeddings).
  */
-import { configHash, KvCacheBase, layerLayout, prefixNamespace, PrefixPool, type PrefixHit, type PrefixTrack } from '@mlxcel/cache';
+import { configHash, KvCacheBase, kvBuffers, layerLayout, prefixNamespace, PrefixPool, type PrefixHit, type PrefixTrack } from '@mlxcel/cache';
 import { asPrefixReusable, type PrefixReusableState } from '@mlxcel/models-core';
 import type { SequenceState } from '@mlxcel/tensor';
 import type { LoadedModel } from './load.js';
@@ -52,6 +52,20 @@ export function prefixIneligible(state: SequenceState, opts: GenerateOptions): s
  */
 export function releaseKv(state: SequenceState): void {
   for (const c of asPrefixReusable(state)?.caches ?? []) if (c instanceof KvCacheBase) c.reset();
+}
+
+/**
+ * Reserves a sequence's KV storage for `tokens` positions and faults it in now (KvCacheBase.preallocate
+ * on each of its caches), and raises the KV buffer recycler's limit so that it can keep all of it;
+ * returns the bytes reserved. With `releaseKv` afterwards the buffers wait in the recycler for the next
+ * sequence: how `mlxcel bench` measures a sequence that runs on memory already backed, as an engine
+ * with a preallocated context does.
+ */
+export function preallocateKv(state: SequenceState, tokens: number): number {
+  let bytes = 0;
+  for (const c of asPrefixReusable(state)?.caches ?? []) if (c instanceof KvCacheBase) bytes += c.preallocate(tokens);
+  kvBuffers.setLimit(Math.max(kvBuffers.limitBytes, kvBuffers.heldBytes + bytes));
+  return bytes;
 }
 
 /** What a request got from the prefix cache. */

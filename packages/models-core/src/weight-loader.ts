@@ -5,7 +5,7 @@
  * tallies the model's size figures (WeightStats) as modules load.
  */
 import {
-  Embedding, LayerNorm, Linear, MlxcelError, RMSNorm, loadVector, loadWeight, quantConfigOf,
+  Embedding, LayerNorm, Linear, MlxcelError, RMSNorm, loadVector, loadWeight, placeWeight, quantConfigOf,
   type QuantConfig, type WeightStore,
 } from '@mlxcel/tensor';
 import { WeightStats } from './weight-stats.js';
@@ -57,6 +57,7 @@ export class WeightLoader {
     if (l.inFeatures !== cols)
       throw new MlxcelError('E_SHAPE', `${this.prefix}${path}.weight: ${l.inFeatures} input columns but the config implies ${cols}`);
     this.stats.streamed(l.weight);
+    placeWeight(l.weight);
     return l;
   }
 
@@ -77,6 +78,7 @@ export class WeightLoader {
     const bias = opts.bias ?? false;
     if (opts.tied) {
       this.stats.tiedHead(embed.weight); // the tied head streams the whole table per token
+      placeWeight(embed.weight); // in place: the embedding reads the same copy
       if (!bias) return embed.asLinear();
       const b = loadVector(this.store, 'lm_head.bias', opts.shape[0]);
       this.stats.vector(b.length);
@@ -122,6 +124,7 @@ export class WeightLoader {
       throw new MlxcelError('E_UNEXPECTED_TENSOR', `unexpected tensor ${name}.bias (the config declares no bias for this layer)`);
     const l = Linear.load(this.store, name, { quant: this.quant, bias, shape });
     this.stats.streamed(l.weight);
+    placeWeight(l.weight); // streamed every token: resident (huge pages) where that is the placement
     if (l.bias) this.stats.vector(l.bias.length);
     return l;
   }

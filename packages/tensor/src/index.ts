@@ -4,6 +4,9 @@ export { assertRegularFile, readRegularFile, confinedPath } from './files.js';
 export { type DType, dtypeBytes, isDType } from './dtype.js';
 export { Tensor, numel } from './tensor.js';
 export { Weight, QuantizedWeight, type QuantParams } from './weight.js';
+export {
+  WeightArena, weightArena, placeWeight, weightPlacement, setWeightPlacement, hugePagesAvailable, type WeightPlacement,
+} from './weight-memory.js';
 export { SafetensorsFile, writeSafetensors, type TensorInfo } from './safetensors.js';
 export { Checkpoint, MemoryWeights, RenamedWeights, type WeightStore } from './checkpoint.js';
 export * as ops from './ops.js';

@@ -9,6 +9,7 @@ import * as native from '@mlxcel/core-native';
 import { checkDType, dtypeBytes, type DType } from './dtype.js';
 import { MlxcelError } from './errors.js';
 import { numel, Tensor } from './tensor.js';
+import { noteFileMapping } from './weight-memory.js';
 
 const MAX_HEADER = 100_000_000;
 
@@ -35,6 +36,7 @@ export class SafetensorsFile {
     let ab: ArrayBuffer;
     try {
       ab = native.mmapFile(path);
+      noteFileMapping(ab);
     } catch (e) {
       throw new MlxcelError('E_FILE', `cannot open safetensors file ${path}: ${(e as Error).message}`);
     }

@@ -8,6 +8,7 @@ import { addSamplingFlags, samplingOptions } from '../sampling.js';
 import { dim, formatBytes, info } from '../ui/output.js';
 import { openModel } from './model-arg.js';
 import { addMatmulFlag, applyMatmulPrecision } from '../matmul-precision.js';
+import { addWeightMemoryFlag, applyWeightMemory } from '../weight-memory-flag.js';
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -43,8 +44,10 @@ export function registerGenerate(program: Command): void {
     .option('--no-vision', 'do not load the vision tower (saves its memory; image input is refused)')
     .option('--json', 'print one JSON object (text, token ids, stats) instead of streaming');
   addMatmulFlag(cmd, 'fast');
+  addWeightMemoryFlag(cmd);
   addSamplingFlags(cmd).action(async (o: Record<string, unknown>) => {
     applyMatmulPrecision(o);
+    applyWeightMemory(o);
     const demo = Boolean(o.demo && !o.model);
     // The random-weight demo prints meaningless text: keep it short unless asked otherwise.
     if (demo && o.maxTokens === undefined) o.maxTokens = 48;

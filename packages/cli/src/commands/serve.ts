@@ -7,6 +7,7 @@ import { UsageError } from '../errors.js';
 import { int, mebibytes, num } from '../parse.js';
 import { info, Progress, yellow } from '../ui/output.js';
 import { addMatmulFlag, applyMatmulPrecision } from '../matmul-precision.js';
+import { addWeightMemoryFlag, applyWeightMemory } from '../weight-memory-flag.js';
 
 const list = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
 
@@ -46,9 +47,10 @@ export function registerServe(program: Command): void {
     .option('--allow-local-files <dir>', 'let image_url parts name files (a path or file: URL) inside this folder; regular files only, symlinks must stay inside (default: data: URLs only; remote URLs are never fetched)')
     .option('--kv-budget <MiB>', 'KV memory for the running sequences and the prefix cache together; a request waits until its KV need (prompt + max_tokens) fits (default: half the available memory)', mebibytes('--kv-budget'))
     .option('--no-prefix-cache', 'do not reuse the KV of prompt prefixes across requests (by default a prompt that starts like an earlier one prefills only the rest)');
-  addMatmulFlag(cmd, 'fast')
+  addWeightMemoryFlag(addMatmulFlag(cmd, 'fast'))
     .action(async (o: Record<string, unknown>) => {
       applyMatmulPrecision(o);
+      applyWeightMemory(o);
       let model = o.model as string | undefined;
       if (!model) {
         if (!o.demo) throw new UsageError('--model is required (a model folder or a Hugging Face repo id such as mlx-community/gemma-3n-E2B-it-4bit), or pass --demo');

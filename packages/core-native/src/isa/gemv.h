@@ -144,6 +144,14 @@ static void gemv(const float* x, int64_t M, const WeightRef& w, const float* bia
         if (vnni) {
           auto run_np = [&](auto npc) {
             constexpr int NP = decltype(npc)::value;
+            if (M == 1 && single && w.bits == 4) {
+              // Decode's case: one x row, 4-bit codes, one sequential stream of rows (bit-identical to the
+              // generic tile kernel below).
+              if (w.group == 32) gemv_vnni_rows_q4_m1<SD, NP, 32>(planes, sx, xsum, K, w, bias, y, p0, p1);
+              else if (w.group == 64) gemv_vnni_rows_q4_m1<SD, NP, 64>(planes, sx, xsum, K, w, bias, y, p0, p1);
+              else gemv_vnni_rows_q4_m1<SD, NP, 128>(planes, sx, xsum, K, w, bias, y, p0, p1);
+              return;
+            }
             over_blocks(p0, p1, [&](auto mbc, auto rc, int64_t m0, int64_t n) {
               constexpr int MB = decltype(mbc)::value, R = decltype(rc)::value;
               if (w.bits == 4) gemv_vnni_tile<4, SD, MB, R, NP>(planes + m0 * xpl, sx + m0 * gpr, xsum + m0 * gpr, K, w, bias, y + m0 * N, N, n);

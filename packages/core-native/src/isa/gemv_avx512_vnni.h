@@ -206,4 +206,67 @@ static void gemv_vnni_tile(const int8_t* planes, const float* sx, const float* x
     }
 }
 
+
+// One x row (MB = 1), 4-bit weights, group G known at compile time: rows [n0, n1) one after another as
+// one sequential stream (the `single` case of gemv). Decode's hot loop: the generic tile kernel above
+// recomputes chunk addresses, group-factor indices and block bounds with run-time divisions per chunk
+// and is entered once per row; here the group-factor permute indices are constants, pointers advance,
+// and only the rows' end work (horizontal sum, bias half) remains per row. Each output is computed with
+// exactly the operations, in exactly the order, of vnni_dot<4, SD, 1, 1, NP> + gemv_vnni_tile, so the
+// result is bit-identical to it (and hence row m of a batched call equals this M = 1 result).
+template <int SD, int NP, int G>
+static void gemv_vnni_rows_q4_m1(const int8_t* planes, const float* sx, const float* xsum, int64_t K, const WeightRef& w,
+                                 const float* bias, float* y, int64_t n0, int64_t n1) {
+  constexpr int CW = 128, PB = NP * CW, LC = 8, CPB = 16 * G / CW;  // chunks per full 16-group block
+  constexpr int GS = G == 32 ? 5 : G == 64 ? 6 : 7;
+  constexpr int SB = SD == kF32 ? 4 : 2;  // bytes per stored scale
+  const int64_t gpr = K / G, row_bytes = K / 2;
+  const __m512i lanes = _mm512_setr_epi32(0, LC, 2 * LC, 3 * LC, 4 * LC, 5 * LC, 6 * LC, 7 * LC, 8 * LC, 9 * LC,
+                                          10 * LC, 11 * LC, 12 * LC, 13 * LC, 14 * LC, 15 * LC);
+  __m512i idx[CPB];  // lane -> group within the block, for chunk i of a block
+  for (int i = 0; i < CPB; i++) idx[i] = _mm512_srli_epi32(_mm512_add_epi32(_mm512_set1_epi32(i * CW), lanes), GS);
+  const __m512i nib = _mm512_set1_epi8(0x0f);
+  const __m512i zero = _mm512_setzero_si512();
+  const uint8_t* wr = w.data + n0 * row_bytes;
+  TilePrefetch pref(wr, gemv_prefetch_distance(1, row_bytes));
+  for (int64_t n = n0; n < n1; n++) {
+    __m512 acc = _mm512_setzero_ps(), acc2 = _mm512_setzero_ps();
+    const int8_t* p = planes;
+    for (int64_t gb = 0; gb < gpr; gb += 16) {
+      const int ng = int(std::min<int64_t>(16, gpr - gb));
+      const __mmask16 gm = __mmask16((1u << ng) - 1u);
+      __builtin_prefetch(w.scales + ((n + 1) * gpr + gb) * SB, 0, 3);
+      __builtin_prefetch(w.biases + ((n + 1) * gpr + gb) * SB, 0, 3);
+      const __m512 f = _mm512_mul_ps(load_scales16<SD>(w.scales, n * gpr + gb, gm), _mm512_maskz_loadu_ps(gm, sx + gb));
+      const int nch = ng * G / CW;
+      for (int i = 0; i < nch; i++, wr += 64, p += PB) {
+        pref.advance(64);  // see TilePrefetch
+        const __m512i v = _mm512_loadu_si512(wr);
+        const __m512i lo = _mm512_and_si512(v, nib);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+        __m512i a;
+        if (NP == 3) {
+          const __m512i a2 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, lo, _mm512_loadu_si512(p)), hi, _mm512_loadu_si512(p + 64));
+          const __m512i a1 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, lo, _mm512_loadu_si512(p + 128)), hi, _mm512_loadu_si512(p + 192));
+          const __m512i a0 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, lo, _mm512_loadu_si512(p + 256)), hi, _mm512_loadu_si512(p + 320));
+          a = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(_mm512_slli_epi32(a2, 8), a1), 8), a0);
+        } else if (NP == 2) {
+          const __m512i a1 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, lo, _mm512_loadu_si512(p)), hi, _mm512_loadu_si512(p + 64));
+          const __m512i a0 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, lo, _mm512_loadu_si512(p + 128)), hi, _mm512_loadu_si512(p + 192));
+          a = _mm512_add_epi32(_mm512_slli_epi32(a1, 8), a0);
+        } else {
+          a = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, lo, _mm512_loadu_si512(p)), hi, _mm512_loadu_si512(p + 64));
+        }
+        const __m512 fa = _mm512_cvtepi32_ps(a), fac = _mm512_permutexvar_ps(idx[i], f);
+        if (i & 1) acc2 = _mm512_fmadd_ps(fa, fac, acc2);
+        else acc = _mm512_fmadd_ps(fa, fac, acc);
+      }
+    }
+    float o = 0.f;
+    o += _mm512_reduce_add_ps(_mm512_add_ps(acc, acc2));
+    const float v = o + scales_dot<SD>(w.biases, n * gpr, xsum, gpr);
+    y[n] = bias ? v + bias[n] : v;
+  }
+}
+
 #endif  // AVX-512 VNNI
