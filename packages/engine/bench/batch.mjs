@@ -7,10 +7,11 @@
 // Matmul precision as `mlxcel serve` runs it (fast: 16-bit integer activations in quantized matmuls,
 // decode GEMVs included) unless --matmul says otherwise; every precision keeps batched == single.
 //
-//   node packages/engine/bench/batch.mjs [--model gemma3n|gemma4|phi35] [--layers N] [--prompt 32] [--gen 32] [--batches 1,2,4,8] [--matmul fast|exact|int8]
+//   node packages/engine/bench/batch.mjs [--model gemma3n|gemma4|phi35] [--layers N] [--prompt 32] [--gen 32] [--batches 1,2,4,8] [--matmul fast|exact|int8] [--weight-memory resident|mapped]
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setMatmulPrecision } from '@mlxcel/core-native';
+import { setWeightPlacement, weightPlacement } from '@mlxcel/tensor';
 import { BatchScheduler, randomModel, readJson } from '../dist/index.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -31,6 +32,7 @@ const promptLen = Number(flag('prompt', '32'));
 const gen = Number(flag('gen', '32'));
 const batches = flag('batches', '1,2,4,8').split(',').map(Number);
 const precision = setMatmulPrecision(flag('matmul', 'fast'));
+if (flag('weight-memory')) setWeightPlacement(flag('weight-memory'));
 
 const model = randomModel(readJson(join(root, CONFIGS[name]), name), { layers, quantize: { bits: 4, groupSize: 64 }, seed: 0 });
 const loaded = { dir: name, config: {}, model, tokenizer: null, chatTemplate: null, eosIds: [], generationConfig: {} };
@@ -51,7 +53,7 @@ async function run(n) {
 }
 
 await run(1); // warm-up
-console.log(`${name}${layers ? ` (${layers} layers)` : ''}, random q4, prompt ${promptLen}, ${gen} tokens each, --matmul ${precision}`);
+console.log(`${name}${layers ? ` (${layers} layers)` : ''}, random q4, prompt ${promptLen}, ${gen} tokens each, --matmul ${precision}, --weight-memory ${weightPlacement()}`);
 let base = 0;
 for (const n of batches) {
   const r = await run(n);
