@@ -1,5 +1,6 @@
 /** Resolves --model / --demo into a loaded model, with download progress on the way. */
 import { ensureDemoModel, loadModel, type DownloadProgress, type LoadedModel } from '@mlxcel/engine';
+import { weightArena } from '@mlxcel/tensor';
 import { UsageError } from '../errors.js';
 import { info, Progress, yellow } from '../ui/output.js';
 
@@ -23,7 +24,8 @@ export async function openModel(o: ModelFlags): Promise<LoadedModel> {
     info(yellow('Pass --model <folder | org/repo> to run a real checkpoint.'));
   }
   const bars = new Map<string, Progress>();
-  return loadModel(spec, {
+  const copied0 = weightArena.bytes, t0 = performance.now();
+  const loaded = await loadModel(spec, {
     chatTemplateFile: typeof o.chatTemplate === 'string' ? o.chatTemplate : undefined,
     noVision: o.vision === false,
     checkWeights: o.checkWeights === true,
@@ -34,4 +36,9 @@ export async function openModel(o: ModelFlags): Promise<LoadedModel> {
       bar.update(p.done ? total : p.downloaded, total);
     },
   });
+  // Resident weights are copied at load (--weight-memory): say so when that made the load noticeably long.
+  const copied = weightArena.bytes - copied0, seconds = (performance.now() - t0) / 1000;
+  if (copied > 0 && seconds >= 1)
+    info(`loaded in ${seconds.toFixed(1)} s, ${(copied / 1e9).toFixed(2)} GB of weights copied into huge-page memory for faster decode (--weight-memory mapped reads them from the file instead)`);
+  return loaded;
 }
