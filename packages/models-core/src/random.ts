@@ -9,7 +9,7 @@
  * `quantize_model`) — drawn directly as random codes, so a multi-GB layer never exists in f32.
  */
 import * as native from '@mlxcel/core-native';
-import { MlxcelError, Tensor, numel, weightArena, weightPlacement, type QuantConfig, type WeightStore } from '@mlxcel/tensor';
+import { MlxcelError, Tensor, allocWeightBytes, numel, type QuantConfig, type WeightStore } from '@mlxcel/tensor';
 import { seedFor, Xoshiro128 } from './prng.js';
 
 export type FloatDType = 'F32' | 'F16' | 'BF16';
@@ -60,16 +60,8 @@ interface Entry {
 
 const CHUNK = 1 << 20;
 
-// Drawn straight into resident weight memory when that is the placement, so the loader's placeWeight
-// finds them there and copies nothing (a multi-GB checkpoint would otherwise exist twice while loading).
-function u32(n: number): Uint32Array {
-  const r = weightPlacement() === 'resident' ? weightArena.alloc(n * 4) : null;
-  return r ? new Uint32Array(r.buffer, r.byteOffset, n) : new Uint32Array(n);
-}
-function u16(n: number): Uint16Array {
-  const r = weightPlacement() === 'resident' ? weightArena.alloc(n * 2) : null;
-  return r ? new Uint16Array(r.buffer, r.byteOffset, n) : new Uint16Array(n);
-}
+// Codes and 16-bit floats are drawn straight into resident weight memory when that is the placement
+// (allocWeightBytes), so the loader copies nothing: a multi-GB checkpoint would otherwise exist twice.
 
 export class RandomWeights implements WeightStore {
   /** The quantization block a config needs to load these tensors (undefined when not quantized). */
@@ -123,22 +115,23 @@ export class RandomWeights implements WeightStore {
     const rng = new Xoshiro128(seedFor(this.seed, name));
     const n = numel(e.shape);
     if (e.codes) {
-      const words = u32(n);
-      rng.fillUint32(words);
-      return new Tensor('U32', e.shape, new Uint8Array(words.buffer, words.byteOffset, words.byteLength));
+      const bytes = allocWeightBytes(n * 4);
+      rng.fillUint32(new Uint32Array(bytes.buffer, bytes.byteOffset, n));
+      return new Tensor('U32', e.shape, bytes);
     }
     if (this.dtype === 'F32') {
       const data = new Float32Array(n);
       rng.fillUniform(data, e.lo, e.hi);
       return Tensor.fromF32(data, e.shape);
     }
-    const out = u16(n);
+    const bytes = allocWeightBytes(n * 2);
+    const out = new Uint16Array(bytes.buffer, bytes.byteOffset, n);
     const tmp = new Float32Array(Math.min(CHUNK, n));
     for (let off = 0; off < n; off += CHUNK) {
       const src = tmp.subarray(0, Math.min(CHUNK, n - off));
       rng.fillUniform(src, e.lo, e.hi);
       native.fromF32(src, this.dtype === 'F16' ? 1 : 2, out.subarray(off, off + src.length));
     }
-    return new Tensor(this.dtype, e.shape, new Uint8Array(out.buffer, out.byteOffset, out.byteLength));
+    return new Tensor(this.dtype, e.shape, bytes);
   }
 }

@@ -110,6 +110,15 @@ export class WeightArena {
 export const weightArena = new WeightArena();
 
 /**
+ * `n` zeroed bytes for a weight built in memory (random-weight checkpoints, conversions): arena memory
+ * when the placement is `resident`, so placeWeight later finds it there and copies nothing, else an
+ * ordinary buffer.
+ */
+export function allocWeightBytes(n: number): Uint8Array {
+  return weightPlacement() === 'resident' ? weightArena.alloc(n) : new Uint8Array(n);
+}
+
+/**
  * Moves a streamed weight's buffers (codes or elements, scales, biases) into the arena when the
  * placement is `resident`; in place, so every holder of `w` (an Embedding and its tied head) reads the
  * copy. Call before the weight is first used. Views made earlier with `index()` keep the old bytes.
