@@ -54,18 +54,18 @@ CpuFeatures detect_cpu() {
 std::vector<const KernelTable*> available_variants() {
   std::vector<const KernelTable*> v;
   CpuFeatures f = detect_cpu();
-  v.push_back(&kScalarKernels);
+  v.push_back(&scalar_kernels());
 #if defined(MLX_HAVE_X86_VARIANTS)
-  if (f.avx2) v.push_back(&kAvx2Kernels);
-  if (f.avx2 && f.avx_vnni) v.push_back(&kAvx2VnniKernels);
-  if (f.avx512 && f.avx2) v.push_back(&kAvx512Kernels);
-  if (f.avx512 && f.avx2 && f.avx512_vnni) v.push_back(&kAvx512VnniKernels);
+  if (f.avx2) v.push_back(&avx2_kernels());
+  if (f.avx2 && f.avx_vnni) v.push_back(&avx2vnni_kernels());
+  if (f.avx512 && f.avx2) v.push_back(&avx512_kernels());
+  if (f.avx512 && f.avx2 && f.avx512_vnni) v.push_back(&avx512vnni_kernels());
 #endif
 #if defined(MLX_HAVE_NEON_VARIANT)
-  if (f.neon) v.push_back(&kNeonKernels);
+  if (f.neon) v.push_back(&neon_kernels());
 #endif
 #if defined(MLX_HAVE_NEON_DOTPROD_VARIANT)
-  if (f.neon && f.neon_dotprod) v.push_back(&kNeonDotprodKernels);
+  if (f.neon && f.neon_dotprod) v.push_back(&neon_dotprod_kernels());
 #endif
   (void)f;
   return v;

@@ -1,5 +1,6 @@
 // Scalar half-precision conversions (IEEE binary16 and bfloat16). Hot loops use the vector forms in
-// isa/primitives.h; these serve bindings, quantization and tails.
+// isa/primitives.h; these serve bindings, quantization and tails. static: each translation unit keeps
+// its own copy, so a kernel variant's ISA flags never reach another file's call.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -7,7 +8,7 @@
 
 namespace mlx {
 
-inline float bf16_to_f32(uint16_t h) {
+static inline float bf16_to_f32(uint16_t h) {
   uint32_t u = uint32_t(h) << 16;
   float f;
   std::memcpy(&f, &u, 4);
@@ -15,7 +16,7 @@ inline float bf16_to_f32(uint16_t h) {
 }
 
 // Round to nearest even, NaN stays NaN (as torch and MLX do).
-inline uint16_t f32_to_bf16(float f) {
+static inline uint16_t f32_to_bf16(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
   if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);
@@ -23,7 +24,7 @@ inline uint16_t f32_to_bf16(float f) {
   return uint16_t(u >> 16);
 }
 
-inline float f16_to_f32(uint16_t h) {
+static inline float f16_to_f32(uint16_t h) {
   uint32_t o = uint32_t(h & 0x7fffu) << 13;
   float f;
   std::memcpy(&f, &o, 4);
@@ -36,7 +37,7 @@ inline float f16_to_f32(uint16_t h) {
   return f;
 }
 
-inline uint16_t f32_to_f16(float f) {
+static inline uint16_t f32_to_f16(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
   uint32_t sign = (u >> 16) & 0x8000u;
@@ -55,7 +56,7 @@ inline uint16_t f32_to_f16(float f) {
   return uint16_t(sign | (a >> 13));
 }
 
-inline float load_scalar(const uint8_t* base, int dtype, int64_t i) {
+static inline float load_scalar(const uint8_t* base, int dtype, int64_t i) {
   if (dtype == 0) { float f; std::memcpy(&f, base + 4 * i, 4); return f; }
   uint16_t h;
   std::memcpy(&h, base + 2 * i, 2);

@@ -230,19 +230,19 @@ struct KernelTable {
   void (*resize_bilinear2d)(const Resample2dArgs& a);
 };
 
-// Defined by each variant's translation unit.
-extern const KernelTable kScalarKernels;
+// Defined by each variant's translation unit; call one only where the CPU has that variant's ISA.
+const KernelTable& scalar_kernels();
 #if defined(MLX_HAVE_X86_VARIANTS)
-extern const KernelTable kAvx2Kernels;
-extern const KernelTable kAvx2VnniKernels;
-extern const KernelTable kAvx512Kernels;
-extern const KernelTable kAvx512VnniKernels;
+const KernelTable& avx2_kernels();
+const KernelTable& avx2vnni_kernels();
+const KernelTable& avx512_kernels();
+const KernelTable& avx512vnni_kernels();
 #endif
 #if defined(MLX_HAVE_NEON_VARIANT)
-extern const KernelTable kNeonKernels;
+const KernelTable& neon_kernels();
 #endif
 #if defined(MLX_HAVE_NEON_DOTPROD_VARIANT)
-extern const KernelTable kNeonDotprodKernels;
+const KernelTable& neon_dotprod_kernels();
 #endif
 
 // The variant chosen at load time (MLXCEL_ISA overrides; see cpu.cc).

@@ -17,12 +17,21 @@ function cut(name: string, patch: Record<string, unknown>): Record<string, unkno
   return { ...c, text_config: { ...(c.text_config as object), ...patch } };
 }
 
-function forwardOnce(config: Record<string, unknown>): { model: LanguageModel; logits: Float32Array; state: GemmaState } {
+// Each step below runs for seconds without returning to the event loop (tens of seconds for the 31B
+// shapes on an AVX2-only CPU); a worker that never yields misses vitest's RPC deadline ("Timeout
+// calling onTaskUpdate"), so the steps yield in between.
+const yieldToEventLoop = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+async function forwardOnce(config: Record<string, unknown>): Promise<{ model: LanguageModel; logits: Float32Array; state: GemmaState }> {
   const arch = architectures.find((a) => a.modelTypes.includes(config.model_type as string))!;
+  await yieldToEventLoop();
   const weights = arch.randomWeights!(config, { seed: 7, quantize: { bits: 4, groupSize: 64 } });
+  await yieldToEventLoop();
   const model = arch.load({ config, weights });
   const state = model.newState() as GemmaState;
+  await yieldToEventLoop();
   const logits = model.forward([{ ids: Int32Array.from([2, 105, 2364, 107]), state }], { logits: 'last' })[0]!;
+  await yieldToEventLoop();
   return { model, logits, state };
 }
 
@@ -38,8 +47,8 @@ function expectSaneLogits(model: LanguageModel, logits: Float32Array): void {
 }
 
 describe('real shapes, random weights, one forward', () => {
-  it('gemma-4-E2B-it (3 layers: sliding, full, KV-shared full with the double-wide MLP)', () => {
-    const { model, logits, state } = forwardOnce(
+  it('gemma-4-E2B-it (3 layers: sliding, full, KV-shared full with the double-wide MLP)', async () => {
+    const { model, logits, state } = await forwardOnce(
       cut('gemma-4-E2B-it', { num_hidden_layers: 3, layer_types: [S, F, F], num_kv_shared_layers: 1 }),
     );
     expect(model.vocabSize).toBe(262144);
@@ -56,22 +65,22 @@ describe('real shapes, random weights, one forward', () => {
     expect((model as Gemma4Model).w.layers[2]!.mlp.intermediate).toBe(12288);
   });
 
-  it('gemma-4-E4B-it (2 layers)', () => {
-    const { model, logits, state } = forwardOnce(cut('gemma-4-E4B-it', { num_hidden_layers: 2, layer_types: [S, F], num_kv_shared_layers: 0 }));
+  it('gemma-4-E4B-it (2 layers)', async () => {
+    const { model, logits, state } = await forwardOnce(cut('gemma-4-E4B-it', { num_hidden_layers: 2, layer_types: [S, F], num_kv_shared_layers: 0 }));
     expectSaneLogits(model, logits);
     expect(state.caches.map((c) => [c.nKvHeads, c.headDim])).toEqual([[2, 256], [2, 512]]);
   });
 
-  it('gemma-4-31B-it (2 layers: 16 × 256 sliding KV, 4 × 512 full KV with k_eq_v)', () => {
-    const { model, logits, state } = forwardOnce(cut('gemma-4-31B-it', { num_hidden_layers: 2, layer_types: [S, F] }));
+  it('gemma-4-31B-it (2 layers: 16 × 256 sliding KV, 4 × 512 full KV with k_eq_v)', async () => {
+    const { model, logits, state } = await forwardOnce(cut('gemma-4-31B-it', { num_hidden_layers: 2, layer_types: [S, F] }));
     expectSaneLogits(model, logits);
     expect(model.hiddenSize).toBe(5376);
     expect(state.caches.map((c) => [c.nKvHeads, c.headDim])).toEqual([[16, 256], [4, 512]]);
     expect(state.offset).toBe(4);
   });
 
-  it('unsloth gemma-3n-E2B-it (3 layers: sliding with sparsity, full, KV-shared full)', () => {
-    const { model, logits, state } = forwardOnce(
+  it('unsloth gemma-3n-E2B-it (3 layers: sliding with sparsity, full, KV-shared full)', async () => {
+    const { model, logits, state } = await forwardOnce(
       cut('unsloth--gemma-3n-E2B-it', {
         num_hidden_layers: 3,
         layer_types: [S, F, F],

@@ -66,21 +66,21 @@ struct Ctx {
   const AttentionArgs* a;
   const AttnSeq* seqs;
   int H, G, D, DV, DVp, QB;
-  std::vector<std::vector<TileRef>> tiles;  // per sequence
-  std::vector<char> f32_tiles;              // per sequence: every segment is f32 in tile layout
+  vec<vec<TileRef>> tiles;  // per sequence
+  vec<char> f32_tiles;              // per sequence: every segment is f32 in tile layout
 };
 
 struct Scratch {
-  std::vector<float> q, kt, vt, s, acc, m, l, qsum;
-  std::vector<int32_t> row, head, slo, shi;
-  std::vector<uint16_t> vis;  // [BT][nqv] visible-lane bits of the block's tiles
-  std::vector<uint8_t> full;  // [BT] tile visible to every query vector in every lane
+  vec<float> q, kt, vt, s, acc, m, l, qsum;
+  vec<int32_t> row, head, slo, shi;
+  vec<uint16_t> vis;  // [BT][nqv] visible-lane bits of the block's tiles
+  vec<uint8_t> full;  // [BT] tile visible to every query vector in every lane
 };
 static Scratch& scratch() {
   static thread_local Scratch s;
   return s;
 }
-template <class T> static inline T* grow(std::vector<T>& v, size_t n) {
+template <class T> static inline T* grow(vec<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
   return v.data();
 }
@@ -175,7 +175,7 @@ static int64_t seq_cols(const AttnSeq& sq) {
 static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float* part) {
   const AttentionArgs& a = *c.a;
   const AttnSeq& sq = c.seqs[u.seq];
-  const std::vector<TileRef>& tiles = c.tiles[u.seq];
+  const vec<TileRef>& tiles = c.tiles[u.seq];
   const int D = c.D, DVp = c.DVp, nqv = u.nqv;
   // Few query vectors over f32 tiles (decode without much GQA): the few-row kernels, padded to 1/2/4
   // rows instead of QR (attention_micro.h; same results).
@@ -397,7 +397,7 @@ static void merge_unit(const Ctx& c, const Unit& u, const float* part) {
   const AttnSeq& sq = c.seqs[u.seq];
   const int DVp = c.DVp;
   const int64_t pstride = int64_t(u.nqv) * (2 + DVp);
-  std::vector<float> accv(static_cast<size_t>(DVp));
+  vec<float> accv(static_cast<size_t>(DVp));
   for (int i = 0; i < u.nqv; i++) {
     const int64_t k = u.k0 + i;
     const int64_t r = k / c.G;
@@ -463,7 +463,7 @@ static void attention(const AttentionArgs& a) {
   c.QB = int(std::max<int64_t>(QR, std::min<int64_t>(64, 16384 / c.DVp / QR * QR)));
   c.tiles.resize(size_t(n_seqs));
   c.f32_tiles.assign(size_t(n_seqs), 1);
-  std::vector<Unit> units;
+  vec<Unit> units;
   for (int s = 0; s < n_seqs; s++) {
     const AttnSeq& sq = seqs[s];
     int64_t base = 0;
@@ -482,7 +482,7 @@ static void attention(const AttentionArgs& a) {
   // Split-K when the units alone cannot keep every thread busy (decode, short batches).
   const int64_t target = int64_t(pool_threads()) * 4;
   int64_t part_floats = 0;
-  std::vector<std::pair<int, int>> tasks;  // (unit, split)
+  vec<std::pair<int, int>> tasks;  // (unit, split)
   for (size_t ui = 0; ui < units.size(); ui++) {
     Unit& u = units[ui];
     const int64_t nt = int64_t(c.tiles[size_t(u.seq)].size());
@@ -496,7 +496,7 @@ static void attention(const AttentionArgs& a) {
     }
     for (int sp = 0; sp < u.splits; sp++) tasks.push_back({int(ui), sp});
   }
-  std::vector<float> parts(static_cast<size_t>(part_floats));
+  vec<float> parts(static_cast<size_t>(part_floats));
   parallel_for(int64_t(tasks.size()), 1, [&](int64_t t0, int64_t t1) {
     for (int64_t ti = t0; ti < t1; ti++) {
       const Unit& u = units[size_t(tasks[size_t(ti)].first)];

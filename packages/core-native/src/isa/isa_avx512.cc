@@ -7,6 +7,8 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <utility>
+#include <vector>
 #include <immintrin.h>
 
 #define MLX_NS isa_avx512
@@ -14,6 +16,11 @@
 #include "kernels_impl.h"
 
 namespace mlx {
-// extern: a namespace-scope const would otherwise have internal linkage and be dropped.
-extern const KernelTable kAvx512Kernels = MLX_NS::make_table("avx512");
+// A function-local static, not a namespace-scope object: its initializer is compiled with this file's
+// ISA flags, so it must run only once cpu.cc has found those instructions on the CPU (a global would be
+// built while the addon loads, and an AVX-512 store there kills the process on an AVX2-only CPU).
+const KernelTable& avx512_kernels() {
+  static const KernelTable table = MLX_NS::make_table("avx512");
+  return table;
+}
 }  // namespace mlx

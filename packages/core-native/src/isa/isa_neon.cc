@@ -7,6 +7,8 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <utility>
+#include <vector>
 #include <arm_neon.h>
 
 #define MLX_NS isa_neon
@@ -15,6 +17,11 @@
 #include "kernels_impl.h"
 
 namespace mlx {
-// extern: a namespace-scope const would otherwise have internal linkage and be dropped.
-extern const KernelTable kNeonKernels = MLX_NS::make_table("neon");
+// A function-local static, not a namespace-scope object: its initializer is compiled with this file's
+// ISA flags, so it must run only once cpu.cc has found those instructions on the CPU (a global would be
+// built while the addon loads, and an AVX-512 store there kills the process on an AVX2-only CPU).
+const KernelTable& neon_kernels() {
+  static const KernelTable table = MLX_NS::make_table("neon");
+  return table;
+}
 }  // namespace mlx

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <utility>
+#include <vector>
 #if defined(__SSE2__)
 #include <emmintrin.h>  // the x86-64 baseline: code decoders (decoders.h)
 #endif
@@ -16,6 +18,11 @@
 #include "kernels_impl.h"
 
 namespace mlx {
-// extern: a namespace-scope const would otherwise have internal linkage and be dropped.
-extern const KernelTable kScalarKernels = MLX_NS::make_table("scalar");
+// A function-local static, not a namespace-scope object: its initializer is compiled with this file's
+// ISA flags, so it must run only once cpu.cc has found those instructions on the CPU (a global would be
+// built while the addon loads, and an AVX-512 store there kills the process on an AVX2-only CPU).
+const KernelTable& scalar_kernels() {
+  static const KernelTable table = MLX_NS::make_table("scalar");
+  return table;
+}
 }  // namespace mlx

@@ -96,6 +96,30 @@ static inline vf vtanh(vf x) {
   return 1.0f - 2.0f / (e + 1.0f);
 }
 
+// std::vector with an allocator of this variant's namespace. A std::vector<float> used here would be
+// instantiated with this variant's ISA flags under the same mangled name as everyone else's, and the
+// linker keeps one copy for the whole addon: an AVX-512 copy could then run on an AVX2-only CPU. With
+// VariantAlloc in the type, every member the vector instantiates is this variant's own symbol
+// (packages/core-native/test/isa-symbols.test.ts checks the built archives for any shared one).
+template <typename T>
+struct VariantAlloc {
+  using value_type = T;
+  VariantAlloc() = default;
+  template <typename U>
+  VariantAlloc(const VariantAlloc<U>&) {}
+  T* allocate(size_t n) {
+    if (n > SIZE_MAX / sizeof(T)) throw std::bad_alloc();
+    return static_cast<T*>(::operator new(n * sizeof(T)));
+  }
+  void deallocate(T* p, size_t) { ::operator delete(p); }
+  template <typename U>
+  bool operator==(const VariantAlloc<U>&) const { return true; }
+  template <typename U>
+  bool operator!=(const VariantAlloc<U>&) const { return false; }
+};
+template <typename T>
+using vec = std::vector<T, VariantAlloc<T>>;
+
 // Per-thread growable scratch. A plain struct of this variant's namespace rather than a std container:
 // a std template instantiated here would be compiled with this variant's ISA flags, and the linker may
 // keep that copy for every variant (an AVX-512 instruction in the scalar variant's path).
