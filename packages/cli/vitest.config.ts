@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config';
+import { sharedTestConfig } from '../../vitest.shared.js';
 
 export default defineConfig({
-  test: { pool: 'forks', include: ['test/**/*.test.ts'], testTimeout: 60_000 },
+  test: { ...sharedTestConfig },
 });

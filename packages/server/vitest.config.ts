@@ -1,6 +1,7 @@
 import { defineConfig } from 'vitest/config';
+import { sharedTestConfig } from '../../vitest.shared.js';
 
 // Tests spawn real `mlxcel serve` processes: one file at a time keeps the 2-core CI machine unloaded.
 export default defineConfig({
-  test: { pool: 'forks', fileParallelism: false, include: ['test/**/*.test.ts'], testTimeout: 60_000, hookTimeout: 60_000 },
+  test: { ...sharedTestConfig, fileParallelism: false, hookTimeout: 60_000 },
 });

@@ -68,13 +68,23 @@ export function defaultCacheDir(): string {
   return process.env.MLXCEL_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'mlxcel');
 }
 
+/** Every file of a published demo directory (the weights are written last, but all must be there). */
+function demoComplete(dir: string): boolean {
+  return [...DEMO_FILES, 'model.safetensors'].every((f) => existsSync(join(dir, f)));
+}
+
 /**
  * The built-in demo: a tiny Phi-3-architecture checkpoint with RANDOM weights and the real
  * Llama-2/Phi-3 tokenizer, written on first use. Text it generates is meaningless by design.
+ *
+ * Several processes may ask for it at once on a fresh cache (three `mlxcel serve --demo` started
+ * together): each builds its own temporary directory and publishes it with one rename; whoever loses
+ * the race keeps the winner's copy. An existing directory is never removed while another process may
+ * be renaming into it — only an incomplete one (an older run interrupted) is moved aside first.
  */
 export function ensureDemoModel(cacheDir = defaultCacheDir()): string {
   const dir = join(cacheDir, 'demo-phi3-random');
-  if (existsSync(join(dir, 'model.safetensors'))) return dir;
+  if (demoComplete(dir)) return dir;
   mkdirSync(cacheDir, { recursive: true });
   const tmp = `${dir}.tmp-${process.pid}`;
   rmSync(tmp, { recursive: true, force: true });
@@ -87,7 +97,33 @@ export function ensureDemoModel(cacheDir = defaultCacheDir()): string {
   const tensors: Record<string, Tensor> = {};
   for (const k of store.keys().sort()) tensors[k] = store.get(k);
   writeSafetensors(join(tmp, 'model.safetensors'), tensors, { format: 'pt', note: 'mlxcel random-weight demo' });
-  rmSync(dir, { recursive: true, force: true });
-  renameSync(tmp, dir);
+  publishDemo(tmp, dir);
   return dir;
+}
+
+function publishDemo(tmp: string, dir: string): void {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      renameSync(tmp, dir);
+      return;
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      // A non-empty target: ENOTEMPTY / EEXIST on POSIX, EPERM on Windows.
+      if (code !== 'ENOTEMPTY' && code !== 'EEXIST' && code !== 'EPERM') throw e;
+    }
+    if (demoComplete(dir)) {
+      rmSync(tmp, { recursive: true, force: true }); // another process published first: same seed, same bytes
+      return;
+    }
+    // An incomplete directory from an interrupted run: move it aside (one atomic rename), then retry.
+    const stale = `${dir}.stale-${process.pid}-${attempt}`;
+    try {
+      renameSync(dir, stale);
+      rmSync(stale, { recursive: true, force: true });
+    } catch {
+      // another process moved it first; retry the publish
+    }
+  }
+  rmSync(tmp, { recursive: true, force: true });
+  throw new MlxcelError('DEMO_PUBLISH_FAILED', `could not publish the demo model to ${dir}: it kept changing under concurrent writers; remove it and retry`);
 }

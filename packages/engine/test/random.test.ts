@@ -1,5 +1,8 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { shrinkLayers } from '../src/random.js';
 import { FIXTURES } from './helpers/paths.js';
@@ -26,4 +29,53 @@ describe('shrinkLayers', () => {
     expect(out.num_kv_shared_layers).toBe((gemma3n.text_config as Record<string, unknown>).num_kv_shared_layers);
     expect(() => shrinkLayers(gemma3n, 0)).toThrow(/--layers/);
   });
+});
+
+describe('ensureDemoModel', () => {
+  const dist = pathToFileURL(join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js')).href;
+  const FILES = ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors'];
+
+  /** Four processes asking for the demo at once in `cacheDir` (as three `mlxcel serve --demo` started together). */
+  async function raceFour(cacheDir: string): Promise<string[]> {
+    const script = `import { ensureDemoModel } from ${JSON.stringify(dist)}; process.stdout.write(ensureDemoModel(${JSON.stringify(cacheDir)}));`;
+    const runs = Array.from({ length: 4 }, () => new Promise<string>((resolve, reject) => {
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '', err = '';
+      child.stdout.on('data', (d) => (out += d));
+      child.stderr.on('data', (d) => (err += d));
+      child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`ensureDemoModel exited ${code}: ${err}`))));
+    }));
+    return Promise.all(runs);
+  }
+
+  it('concurrent first uses on a fresh cache all get one complete directory, and no temporary one is left', async () => {
+    const cacheDir = mkdtempSync(join(tmpdir(), 'mlxcel-demo-'));
+    try {
+      const dirs = await raceFour(cacheDir);
+      const dir = join(cacheDir, 'demo-phi3-random');
+      expect(dirs).toEqual([dir, dir, dir, dir]);
+      for (const f of FILES) expect(existsSync(join(dir, f)), f).toBe(true);
+      expect(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')).toMatch(/chat_template/);
+      expect(readdirSync(cacheDir)).toEqual(['demo-phi3-random']);
+    } finally {
+      rmSync(cacheDir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('replaces an incomplete directory (a file lost by an interrupted or racing older run)', async () => {
+    const cacheDir = mkdtempSync(join(tmpdir(), 'mlxcel-demo-'));
+    try {
+      const dir = join(cacheDir, 'demo-phi3-random');
+      mkdirSync(dir);
+      writeFileSync(join(dir, 'model.safetensors'), 'truncated');
+      writeFileSync(join(dir, 'config.json'), '{}');
+      const dirs = await raceFour(cacheDir);
+      expect(new Set(dirs)).toEqual(new Set([dir]));
+      for (const f of FILES) expect(existsSync(join(dir, f)), f).toBe(true);
+      expect(JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')).model_type).toBe('phi3');
+      expect(readdirSync(cacheDir)).toEqual(['demo-phi3-random']);
+    } finally {
+      rmSync(cacheDir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
