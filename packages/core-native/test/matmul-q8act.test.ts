@@ -1,7 +1,7 @@
 // Conformance of the integer-activation GEMM (setMatmulPrecision('fast' | 'int8'), src/isa/gemm_q8act.h)
 // on every kernel variant this machine runs, and of the GEMV's integer-activation planes (M <= 16,
-// avx512vnni). Where it applies (GEMM: 4-bit weights on avx2 / avx2vnni / avx512vnni / neon_dotprod,
-// 8-bit on the VNNI variants, M > 16; GEMV: 4-/8-bit on avx512vnni; group 32/64/128) the result must
+// avx512vnni, avx2). Where it applies (GEMM: 4-bit weights on avx2 / avx2vnni / avx512vnni / neon_dotprod,
+// 8-bit on the VNNI variants, M > 16; GEMV: 4-/8-bit on avx512vnni, 4-bit on avx2; group 32/64/128) the result must
 // equal its definition,
 //   y[m, n] = sum_g ( s[n,g] * dx[m,g] * sum_{c in g} q[n,c] * xq[m,c] + b[n,g] * sum_{c in g} x[m,c] ) + bias[n],
 //   dx[m,g] = max_{c in g} |x[m,c]| / T,  xq = round_half_even(f32(x * f32(T / max))),
@@ -20,7 +20,7 @@ afterEach(() => native.setMatmulPrecision('exact'));
 /** Code widths the fast GEMM (M > 16) takes per variant (the others keep the exact path). */
 const FAST_BITS: Record<string, number[]> = { avx2: [4], avx2vnni: [4, 8], avx512vnni: [4, 8], neon_dotprod: [4] };
 /** Code widths the GEMV (M <= 16) takes the integer activations for (K % 128 == 0 here). */
-const GEMV_FAST_BITS: Record<string, number[]> = { avx512vnni: [4, 8] };
+const GEMV_FAST_BITS: Record<string, number[]> = { avx2: [4], avx512vnni: [4, 8] };
 
 const f = Math.fround;
 function roundHalfEven(v: number): number {
@@ -126,7 +126,7 @@ for (const isa of VARIANTS) {
         });
       }
 
-    it('M <= 16 (GEMV): the same integer activations on avx512vnni (4-/8-bit), the exact path elsewhere', () => {
+    it('M <= 16 (GEMV): the same integer activations on avx512vnni (4-/8-bit) and avx2 (4-bit, s16), the exact path elsewhere', () => {
       native.setIsa(isa);
       const K = 256, N = 40;
       for (const bits of [4, 8]) {

@@ -332,6 +332,14 @@ static bool matmul_q8act(const float* x, int64_t M, const WeightRef& w, const fl
       gemv(x, M, w, bias, y, planes);
       return true;
     }
+#elif defined(__AVX2__) && MLX_VL == 8 && !defined(__AVXVNNI__)
+    // The AVX2 q4 GEMV's s16 activations (avx2_q4_row_s16): 16-bit ("fast") or 8-bit ("int8") values
+    // of the same definition as this GEMM's, row by row, so batched decode equals single-stream too.
+    // (The avx2vnni variant keeps the exact GEMV: not measured on a CPU with AVX-VNNI yet.)
+    if (w.bits == 4 && w.cols % kQ4Chunk == 0 && (w.group == 32 || w.group == 64 || w.group == 128)) {
+      gemv(x, M, w, bias, y, planes);
+      return true;
+    }
 #endif
     return false;
   }

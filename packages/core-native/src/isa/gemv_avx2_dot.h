@@ -162,4 +162,101 @@ static void avx2_q4_row(const int8_t* planes, const float* sx, const float* xsum
     y[m * N + n] = bias ? v + bias[n] : v;
   }
 }
+// ---- AVX2 q4 GEMV with 16-bit integer activations (the "fast" / "int8" matmul precisions) ----
+// x per group as one s16 value per element, t = round_half_even(f32(x * f32(T / max|x|))), T = 32639
+// ("fast", the bound of the VNNI path's two digit planes) or 127 ("int8"); dx = max / T. The codes are
+// never widened in memory: a 32-byte chunk of packed codes read as 16 u16 lanes holds codes 4i..4i+3 in
+// lane i's four nibbles, so four shift/and steps give four vectors of u16 codes (vector k, lane i = code
+// 4i + k) and x is stored in the same order; vpmaddwd of each against its x vector sums two products per
+// i32 lane, and the four sums give each i32 lane j the dot product of codes 8j..8j+7 — the same lanes as
+// the exact path, with 4 multiplies per 64 codes instead of 9 (measured 1.6x its rate where the kernel is
+// core-bound). Bounds: 8 * 15 * 32767 < 2^22 per lane.
+constexpr int kS16Fast = 32639, kS16Int8 = 127;
+
+// Writes one x row's s16 activations in chunk order (K % 64 == 0; xs[c0 + 16k + i] = t[c0 + 4i + k]).
+// Returns false when x holds a non-finite value (the caller then uses the exact path, which propagates it).
+static bool avx2_q4_prepare_s16(const float* x, int64_t K, int G, int T, int16_t* xs, float* sx) {
+  const int64_t gpr = K / G;
+  alignas(32) int32_t t[128];
+  for (int64_t g = 0; g < gpr; g++) {
+    const float* xg = x + g * G;
+    const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256 inf = _mm256_set1_ps(INFINITY);
+    __m256 mx = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
+    for (int c = 0; c < G; c += 8) {
+      const __m256 a = _mm256_and_ps(_mm256_loadu_ps(xg + c), absm);
+      bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, inf, _CMP_NLT_UQ));  // |x| >= inf, or NaN
+      mx = _mm256_max_ps(mx, a);
+    }
+    if (_mm256_movemask_ps(bad)) return false;
+    const float m = hmax((vf)mx);
+    sx[g] = m / float(T);
+    const __m256 inv = _mm256_set1_ps(m > 0.f ? float(T) / m : 0.f);
+    const __m256i tmax = _mm256_set1_epi32(T), tmin = _mm256_set1_epi32(-T);
+    for (int c = 0; c < G; c += 8) {
+      const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xg + c), inv));  // ties to even
+      _mm256_store_si256(reinterpret_cast<__m256i*>(t + c), _mm256_min_epi32(_mm256_max_epi32(q, tmin), tmax));
+    }
+    for (int c = 0; c < G; c++) {
+      const int64_t e = g * G + c, c0 = e - e % kQ4Chunk, r = e % kQ4Chunk;
+      xs[c0 + 16 * (r % 4) + r / 4] = int16_t(t[c]);
+    }
+  }
+  return true;
+}
+
+// Row n of W against MB rows of s16 activations (xs: [MB][K]); the group factors as in avx2_q4_row.
+template <int SD, int MB>
+static void avx2_q4_row_s16(const int16_t* xs, const float* sx, const float* xsum, int64_t K, const WeightRef& w,
+                            const float* bias, float* y, int64_t N, int64_t n) {
+  constexpr int CW = kQ4Chunk;
+  const int G = w.group;
+  const int64_t gpr = K / G, row_bytes = K / 2;
+  const uint8_t* row = w.data + n * row_bytes;
+  TilePrefetch pref(row, gemv_prefetch_distance(1, row_bytes));
+  const __m128i gshift = _mm_cvtsi32_si128(G == 32 ? 5 : G == 64 ? 6 : 7);
+  const __m256i lanes = _mm256_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56);
+  const __m256i m4 = _mm256_set1_epi16(0x000f);
+  __m256 acc[MB], acc2[MB];
+  for (int m = 0; m < MB; m++) acc[m] = acc2[m] = _mm256_setzero_ps();
+  for (int64_t gb = 0; gb < gpr; gb += 8) {
+    const int ng = int(std::min<int64_t>(8, gpr - gb));
+    const __m256 s = load8_f<SD>(w.scales, n * gpr + gb, ng);
+    __m256 f[MB];
+    for (int m = 0; m < MB; m++)
+      f[m] = _mm256_mul_ps(s, load8_f<kF32>(reinterpret_cast<const uint8_t*>(sx), m * gpr + gb, ng));
+    const int64_t nch = int64_t(ng) * G / CW, c0 = gb * G;
+    const uint8_t* wq = row + c0 / 2;
+    auto chunk = [&](int64_t i, __m256 (&A)[MB]) __attribute__((always_inline)) {
+      const __m256i idx = _mm256_srl_epi32(_mm256_add_epi32(_mm256_set1_epi32(int(i * CW)), lanes), gshift);
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq + i * (CW / 2)));
+      const __m256i n0 = _mm256_and_si256(v, m4);
+      const __m256i n1 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+      const __m256i n2 = _mm256_and_si256(_mm256_srli_epi16(v, 8), m4);
+      const __m256i n3 = _mm256_srli_epi16(v, 12);
+      for (int m = 0; m < MB; m++) {
+        const __m256i* p = reinterpret_cast<const __m256i*>(xs + m * K + c0 + i * CW);
+        const __m256i a = _mm256_add_epi32(
+            _mm256_add_epi32(_mm256_madd_epi16(n0, _mm256_loadu_si256(p)), _mm256_madd_epi16(n1, _mm256_loadu_si256(p + 1))),
+            _mm256_add_epi32(_mm256_madd_epi16(n2, _mm256_loadu_si256(p + 2)), _mm256_madd_epi16(n3, _mm256_loadu_si256(p + 3))));
+        A[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), _mm256_permutevar8x32_ps(f[m], idx), A[m]);
+      }
+    };
+    int64_t i = 0;
+    for (; i + 2 <= nch; i += 2) {
+      pref.advance(CW);
+      chunk(i, acc);
+      chunk(i + 1, acc2);
+    }
+    if (i < nch) {
+      pref.advance(CW / 2);
+      chunk(i, acc);
+    }
+  }
+  for (int m = 0; m < MB; m++) {
+    const float v =
+        hsum((vf)_mm256_add_ps(acc[m], acc2[m])) + scales_dot<SD>(w.biases, n * gpr, xsum + m * gpr, gpr);
+    y[m * N + n] = bias ? v + bias[n] : v;
+  }
+}
 #endif  // AVX2 integer-dot GEMV
