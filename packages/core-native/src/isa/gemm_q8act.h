@@ -259,6 +259,57 @@ constexpr int64_t kQ8WideM = 96;
 // at wt + v * wstride (codes) and sc / bi + v * sstride (scales). Each output's terms come in the same
 // order whatever NV and MR are (k ascending within a group in i32, groups ascending in f32), so a row's
 // result does not depend on the tiling.
+#if defined(__AVX2__) && MLX_VL == 8 && !defined(__AVXVNNI__)
+// AVX2 without VNNI: q8_dot costs two multiply uops (vpmaddubsw, then vpmaddwd by ones to widen the s16
+// pair sums to i32), and the two multiply ports bound the loop. The pair sums of 4-bit codes are small
+// (|w0 x0 + w1 x1| <= 2 * 15 * 128 = 3840), so kQ8S16Steps of them add exactly in s16 (8 * 3840 =
+// 30720 < 2^15) before one vpmaddwd widens them: about 1.1 multiply uops per dot instead of 2. With two
+// planes the widening multiplies the hi plane's sums by 256 (vpmaddwd by 256s), so the i32 accumulator
+// is 256 * hi + lo at once. Every integer sum is exact in both forms, so the result is bit-identical to
+// q8act_micro's. The f32 accumulators stay in acc (one load and store per group) to leave the 16 ymm
+// registers to the s16 and i32 sums.
+constexpr int kQ8S16Steps = 8;
+template <int MR, int PLANES, int NV>
+static inline void q8act_micro(const uint32_t* wt, int64_t wstride, const int8_t* const* xq, int64_t plane_off, const float* const* dx,
+                               const float* const* xs, const float* sc, const float* bi, int64_t sstride, int64_t ng, int G, float* acc) {
+  static_assert(NV == 1, "the AVX2 tile is one vector of rows");
+  constexpr int TR = NV * VL;
+  const __m256i ones = _mm256_set1_epi16(1), c256 = _mm256_set1_epi16(256);
+  for (int64_t g = 0; g < ng; g++) {
+    __m256i ia[MR];
+    for (int m = 0; m < MR; m++) ia[m] = _mm256_setzero_si256();
+    const uint32_t* wg = wt + g * (G / 4) * VL;
+    for (int k0 = 0; k0 < G / 4; k0 += kQ8S16Steps) {  // G / 4 is a multiple of 8 for G = 32, 64, 128
+      __m256i h[MR], l[MR];
+      for (int m = 0; m < MR; m++) h[m] = l[m] = _mm256_setzero_si256();
+      for (int k4 = k0; k4 < k0 + kQ8S16Steps; k4++) {
+        const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + k4 * VL));
+        for (int m = 0; m < MR; m++) {
+          int32_t x4;
+          std::memcpy(&x4, xq[m] + g * G + 4 * k4, 4);
+          h[m] = _mm256_add_epi16(h[m], _mm256_maddubs_epi16(wv, _mm256_set1_epi32(x4)));
+          // Keeps each sum a register chain: without it GCC reassociates the unrolled adds into a tree
+          // and spills the products to the stack first (a store per dot).
+          __asm__("" : "+x"(h[m]));
+          if (PLANES == 2) {
+            std::memcpy(&x4, xq[m] + plane_off + g * G + 4 * k4, 4);
+            l[m] = _mm256_add_epi16(l[m], _mm256_maddubs_epi16(wv, _mm256_set1_epi32(x4)));
+            __asm__("" : "+x"(l[m]));
+          }
+        }
+      }
+      for (int m = 0; m < MR; m++) {
+        if (PLANES == 2)
+          ia[m] = _mm256_add_epi32(ia[m], _mm256_add_epi32(_mm256_madd_epi16(h[m], c256), _mm256_madd_epi16(l[m], ones)));
+        else ia[m] = _mm256_add_epi32(ia[m], _mm256_madd_epi16(h[m], ones));
+      }
+    }
+    const vf s = vload(sc + g * VL), b = vload(bi + g * VL);
+    for (int m = 0; m < MR; m++)
+      vstore(acc + m * TR, vload(acc + m * TR) + (__builtin_convertvector((vi)ia[m], vf) * (s * dx[m][g]) + b * xs[m][g]));
+  }
+}
+#else
 template <int MR, int PLANES, int NV>
 static inline void q8act_micro(const uint32_t* wt, int64_t wstride, const int8_t* const* xq, int64_t plane_off, const float* const* dx,
                                const float* const* xs, const float* sc, const float* bi, int64_t sstride, int64_t ng, int G, float* acc) {
@@ -296,6 +347,7 @@ static inline void q8act_micro(const uint32_t* wt, int64_t wstride, const int8_t
   for (int m = 0; m < MR; m++)
     for (int v = 0; v < NV; v++) vstore(acc + m * TR + v * VL, a[m][v]);
 }
+#endif
 
 template <int MR, int PLANES, int NV>
 static inline void q8act_rows(int mr, const uint32_t* wt, int64_t wstride, const int8_t* const* xq, int64_t plane_off, const float* const* dx,
