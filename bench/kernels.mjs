@@ -3,7 +3,7 @@
 // (prefill) GFLOP/s, all measured in the same run on this machine.
 //
 //   node bench/kernels.mjs [--threads N] [--isa scalar|avx2|avx512|avx512vnni|neon] [--runs R] [--json]
-//                          [--only gemv|gemm|small] [--kinds q4,q8,bf16]
+//                          [--only gemv|gemm|small] [--kinds q4,q8,bf16] [--gemv-precision exact|fast|int8]
 //
 // Read bandwidth: a streaming sum (kernels' streamSum) over a 1 GiB buffer on all pool threads.
 // GEMV: y[1, rows] = x[1, cols] . W^T for W = 4096x4096 and 4096x14336 ([rows, cols]) in MLX affine q4
@@ -40,6 +40,9 @@ const gemvThreads = Number(opt('threads', 2));
 const asJson = args.includes('--json');
 const only = opt('only');
 const kinds = opt('kinds', 'q4,q8,bf16').split(',');
+// The matmul precision of the GEMV passes (exact by default; fast / int8 take the integer-activation GEMV
+// where the variant has one: the decode path of generate / serve / bench).
+const gemvPrecision = opt('gemv-precision', 'exact');
 if (opt('isa')) native.setIsa(opt('isa'));
 
 const info = native.cpuInfo();
@@ -142,6 +145,7 @@ for (const [rows, cols] of only && only !== 'gemv' ? [] : [[4096, 4096], [4096, 
     const { ws, each } = makeWeights(kind, rows, cols);
     const pass = () => {
       setPool(gemvThreads);
+      native.setMatmulPrecision(gemvPrecision);
       const t0 = now();
       for (let i = 0; i < ws.length; i++) native.matmul(x, 1, ws[i], null, y);
       return (now() - t0) / ws.length;
@@ -270,7 +274,7 @@ else {
   log(`read bandwidth (streaming sum, 1 GiB, ${allThreads} threads): ${bandwidth.toFixed(1)} GB/s`);
   log('');
   if (gemv.length) {
-    log(`GEMV (M = 1, ${gemvThreads} threads; weights cycled over copies totalling >= 512 MiB; fraction = median of paired ratios)`);
+    log(`GEMV (M = 1, ${gemvThreads} threads, --matmul ${gemvPrecision}; weights cycled over copies totalling >= 512 MiB; fraction = median of paired ratios)`);
     log('  weight        kind   MiB/weight   us/call     GB/s   of bandwidth');
     for (const g of gemv)
       log(`  ${g.shape.padEnd(12)}  ${g.kind.padEnd(5)} ${g.mib.toFixed(1).padStart(10)} ${g.us.toFixed(0).padStart(9)} ${g.gbs.toFixed(1).padStart(8)}   ${(100 * g.fraction).toFixed(0).padStart(5)}%`);

@@ -173,6 +173,20 @@ static void avx2_q4_row(const int8_t* planes, const float* sx, const float* xsum
 // core-bound). Bounds: 8 * 15 * 32767 < 2^22 per lane.
 constexpr int kS16Fast = 32639, kS16Int8 = 127;
 
+// For chunk i (of kQ4Chunk codes) of a block of 8 groups of G: lane j's group within the block,
+// (i * 64 + 8 j) / G. A constant table (no start-up code), so the row loop permutes the block's group
+// factors with one load instead of building the indices per chunk (4 fewer vector uops per 64 codes).
+struct S16GroupIdx {
+  alignas(32) int32_t v[16][8];
+};
+static constexpr S16GroupIdx s16_group_idx(int shift) {
+  S16GroupIdx t{};
+  for (int i = 0; i < 16; i++)
+    for (int j = 0; j < 8; j++) t.v[i][j] = (i * 64 + 8 * j) >> shift;
+  return t;
+}
+static constexpr S16GroupIdx kS16Idx32 = s16_group_idx(5), kS16Idx64 = s16_group_idx(6), kS16Idx128 = s16_group_idx(7);
+
 // Writes one x row's s16 activations in chunk order (K % 64 == 0; xs[c0 + 16k + i] = t[c0 + 4i + k]).
 // Returns false when x holds a non-finite value (the caller then uses the exact path, which propagates it).
 static bool avx2_q4_prepare_s16(const float* x, int64_t K, int G, int T, int16_t* xs, float* sx) {
@@ -214,8 +228,8 @@ static void avx2_q4_row_s16(const int16_t* xs, const float* sx, const float* xsu
   const int64_t gpr = K / G, row_bytes = K / 2;
   const uint8_t* row = w.data + n * row_bytes;
   TilePrefetch pref(row, gemv_prefetch_distance(1, row_bytes));
-  const __m128i gshift = _mm_cvtsi32_si128(G == 32 ? 5 : G == 64 ? 6 : 7);
-  const __m256i lanes = _mm256_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56);
+  static_assert(kQ4Chunk == 64, "s16_group_idx assumes 64-code chunks");
+  const S16GroupIdx& gidx = G == 32 ? kS16Idx32 : G == 64 ? kS16Idx64 : kS16Idx128;
   const __m256i m4 = _mm256_set1_epi16(0x000f);
   __m256 acc[MB], acc2[MB];
   for (int m = 0; m < MB; m++) acc[m] = acc2[m] = _mm256_setzero_ps();
@@ -228,7 +242,7 @@ static void avx2_q4_row_s16(const int16_t* xs, const float* sx, const float* xsu
     const int64_t nch = int64_t(ng) * G / CW, c0 = gb * G;
     const uint8_t* wq = row + c0 / 2;
     auto chunk = [&](int64_t i, __m256 (&A)[MB]) __attribute__((always_inline)) {
-      const __m256i idx = _mm256_srl_epi32(_mm256_add_epi32(_mm256_set1_epi32(int(i * CW)), lanes), gshift);
+      const __m256i idx = _mm256_load_si256(reinterpret_cast<const __m256i*>(gidx.v[i]));
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq + i * (CW / 2)));
       const __m256i n0 = _mm256_and_si256(v, m4);
       const __m256i n1 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
