@@ -129,7 +129,11 @@ export class GenerationRun {
       this.cancels.push(engine.submit(submit, {
         tokens: (i, items) => this.onTokens(this.byIndex.get(i)!, items),
         end: (i, s) => {
-          if (i % req.n === 0) this.cachedByPrompt.set(i / req.n, s.cachedTokens);
+          // The first candidate of each prompt (choices of a prompt share it; best_of samples perPrompt).
+          if (i % this.perPrompt === 0) {
+            this.cachedByPrompt.set(i / this.perPrompt, s.cachedTokens);
+            this.metrics.cachedPromptTokens.inc(s.cachedTokens);
+          }
           this.endChoice(this.byIndex.get(i)!, finishOf(s));
         },
         error: (i, e: EngineError) => {

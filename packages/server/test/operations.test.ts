@@ -83,6 +83,39 @@ describe('embedded server: health, metrics, logs, auth, CORS', () => {
     expect(text).toMatch(/mlxcel_kv_cache_bytes \d+/);
   });
 
+  it('/metrics: the prefix cache — cached prompt tokens as usage reports them, lookups, hits, restored tokens, size', async () => {
+    const metric = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    const scrape = async () => (await fetch(`${base}/metrics`, { headers: auth('sk-test') })).text();
+    const before = await scrape();
+    const text = `Once upon a time ${'there was a long and winding road. '.repeat(30)}`;
+    const ask = (end: string, extra = {}) => post(base, '/v1/completions', { prompt: text + end, max_tokens: 2, temperature: 0, ...extra }, auth('sk-test'));
+    const first = await ask('The end.');
+    const second = await ask('And then?');
+    // best_of samples 3 candidates of one prompt: its cached tokens count once, like its prompt tokens.
+    const third = await ask('Or else?', { best_of: 3, n: 1, temperature: 0.7, seed: 1 });
+    const cached = [first, second, third].map((r) => r.json.usage.prompt_tokens_details.cached_tokens as number);
+    expect(cached[0]).toBe(0);
+    expect(cached[1]).toBeGreaterThan(0);
+    expect(cached[2]).toBeGreaterThan(0);
+    expect(cached[2]).toBeLessThan(third.json.usage.prompt_tokens);
+    // Counted when each request ends: exact at once.
+    const after = await scrape();
+    expect(metric(after, 'mlxcel_prompt_cached_tokens_total') - (metric(before, 'mlxcel_prompt_cached_tokens_total') || 0)).toBe(cached[0]! + cached[1]! + cached[2]!);
+    // The engine thread reports its pool every 200 ms at most.
+    let now = after;
+    for (let i = 0; i < 50 && !(metric(now, 'mlxcel_prefix_cache_hits_total') >= 2); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      now = await scrape();
+    }
+    expect(metric(now, 'mlxcel_prefix_cache_lookups_total')).toBeGreaterThanOrEqual(3);
+    expect(metric(now, 'mlxcel_prefix_cache_hits_total')).toBeGreaterThanOrEqual(2);
+    expect(metric(now, 'mlxcel_prefix_cache_restored_tokens_total')).toBeGreaterThanOrEqual(cached[1]! + cached[2]!);
+    expect(metric(now, 'mlxcel_prefix_cache_blocks')).toBeGreaterThan(0);
+    expect(metric(now, 'mlxcel_prefix_cache_bytes')).toBeGreaterThan(0);
+    expect(metric(now, 'mlxcel_prefix_cache_budget_bytes')).toBeGreaterThanOrEqual(metric(now, 'mlxcel_prefix_cache_bytes'));
+    expect(metric(now, 'mlxcel_prefix_cache_evicted_blocks_total')).toBe(0);
+  });
+
   it('one structured log line per request: id, status, tokens, timing; never the prompt by default', async () => {
     const before = lines.length;
     const r = await post(base, '/v1/chat/completions', { messages: MSGS, max_tokens: 4 }, auth('sk-test'));

@@ -5,7 +5,7 @@
 import { Worker } from 'node:worker_threads';
 import type { ChatRequestFields, ResponseFormat } from '@mlxcel/engine';
 import type {
-  ChoiceStats, EngineWorkerInit, FromEngine, FromTokenizer, GrammarSpec, MediaMessage, ModelInfo, OutputStructure, PromptSpec, SubmitRequest,
+  ChoiceStats, EngineWorkerInit, FromEngine, FromTokenizer, GrammarSpec, MediaMessage, ModelInfo, OutputStructure, PrefixLoad, PromptSpec, SubmitRequest,
   ToEngine, ToTokenizer, TokenizerInfo, TokenOut,
 } from './protocol.js';
 
@@ -37,6 +37,8 @@ export interface EngineLoad {
   active: number;
   waiting: number;
   kvBytes: number;
+  /** The prefix cache (null when disabled or not reported yet). */
+  prefix: PrefixLoad | null;
 }
 
 export type DownloadProgress = Extract<FromEngine, { type: 'progress' }>;
@@ -47,7 +49,7 @@ export class EngineClient {
   status: 'loading' | 'ready' | 'failed' = 'loading';
   model: ModelInfo | null = null;
   text: TokenizerInfo | null = null;
-  load: EngineLoad = { active: 0, waiting: 0, kvBytes: 0 };
+  load: EngineLoad = { active: 0, waiting: 0, kvBytes: 0, prefix: null };
   /** Resolves when both threads are ready; rejects with the load error. */
   readonly ready: Promise<void>;
 
@@ -112,7 +114,7 @@ export class EngineClient {
 
   private fromEngine(m: FromEngine): void {
     if (m.type === 'load') {
-      this.load = { active: m.active, waiting: m.waiting, kvBytes: m.kvBytes };
+      this.load = { active: m.active, waiting: m.waiting, kvBytes: m.kvBytes, prefix: m.prefix };
       return;
     }
     if (m.type === 'prepared' || m.type === 'promptLogprobs' || (m.type === 'error' && this.pendingEngine.has(m.id))) {

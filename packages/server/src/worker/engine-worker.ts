@@ -6,7 +6,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { BatchScheduler, compileConstraint, loadModel, releaseKv, supportsImages, vocabularyOf, type GenerateOptions, type LoadedModel } from '@mlxcel/engine';
 import { prepareMediaPrompt, type MediaPrompt } from './media.js';
-import type { EngineWorkerInit, FromEngine, PrepareMediaRequest, SubmitRequest, ToEngine, TokenLogprob, TokenOut } from './protocol.js';
+import type { EngineWorkerInit, FromEngine, PrefixLoad, PrepareMediaRequest, SubmitRequest, ToEngine, TokenLogprob, TokenOut } from './protocol.js';
 
 type State = ReturnType<LoadedModel['model']['newState']>;
 const port = parentPort!;
@@ -58,16 +58,21 @@ function tokenLogprob(id: number, logprob: number, first: boolean): TokenLogprob
   return { token, logprob, bytes: Array.from(encoder.encode(token)) };
 }
 
-/** Queue depth, active sequences and KV bytes, sent when they change (at most every 200 ms). */
+/** Queue depth, active sequences, KV bytes and the prefix cache's counters, sent when they change (at most every 200 ms). */
 let lastLoad = '';
 function reportLoad(): void {
   let kvBytes = 0;
   for (const r of running.values()) for (const s of r.states) kvBytes += s.nbytes;
   const { active, waiting } = scheduler.load;
-  const key = `${active}/${waiting}/${kvBytes}`;
+  const p = scheduler.prefixStats();
+  const prefix: PrefixLoad | null = p && {
+    blocks: p.blocks, bytes: p.bytes, budgetBytes: p.budgetBytes, lookups: p.lookups, hits: p.restores,
+    restoredTokens: p.restoredTokens, evictedBlocks: p.evictedBlocks, refusedBlocks: p.refusedBlocks,
+  };
+  const key = `${active}/${waiting}/${kvBytes}/${prefix ? Object.values(prefix).join(',') : ''}`;
   if (key === lastLoad) return;
   lastLoad = key;
-  post({ type: 'load', active, waiting, kvBytes });
+  post({ type: 'load', active, waiting, kvBytes, prefix });
 }
 setInterval(reportLoad, 200).unref();
 

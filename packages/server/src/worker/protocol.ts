@@ -12,6 +12,21 @@ import type { ChatMessage, ChatRequestFields, Grammar, ResponseFormat, ToolForma
 import type { EngineSamplingOptions } from '../sampling-options.js';
 
 /** What the engine worker is started with (workerData). */
+
+/** The prefix cache's state and cumulative counters, as the engine thread last reported them. */
+export interface PrefixLoad {
+  /** Stored blocks and their bytes; the cache's byte budget. */
+  blocks: number;
+  bytes: number;
+  budgetBytes: number;
+  /** Prompt lookups, those that restored at least one token, and the tokens restored in all. */
+  lookups: number;
+  hits: number;
+  restoredTokens: number;
+  /** Blocks evicted (least recently used) to make room, and blocks not stored for lack of room. */
+  evictedBlocks: number;
+  refusedBlocks: number;
+}
 export interface EngineWorkerInit {
   /** Model folder or Hugging Face repo id. */
   model: string;
@@ -183,4 +198,4 @@ export type FromEngine =
   | { type: 'prepared'; id: number; ids: Int32Array }
   /** One entry per prompt token; the first token's logprob is NaN (nothing precedes it: JSON null). */
   | { type: 'promptLogprobs'; id: number; items: TokenOut[] }
-  | { type: 'load'; active: number; waiting: number; kvBytes: number };
+  | { type: 'load'; active: number; waiting: number; kvBytes: number; prefix: PrefixLoad | null };
