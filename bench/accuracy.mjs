@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cpuInfo, setMatmulPrecision } from '../packages/core-native/lib/index.js';
-import { compareTraces, loadModel, randomModel, readJson, traceModel, writeTrace } from '../packages/engine/dist/index.js';
+import { compareTraces, loadModel, randomModel, readJson, traceImages, traceModel, writeTrace } from '../packages/engine/dist/index.js';
 import { SafetensorsFile } from '../packages/tensor/dist/index.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -41,9 +41,9 @@ function summary(cmp) {
   };
 }
 
-function traceFile(model, ids, mode, name, decode) {
+function traceFile(model, ids, mode, name, decode, extra = {}) {
   setMatmulPrecision(mode);
-  const r = traceModel(model, ids, { decode });
+  const r = traceModel(model, ids, { decode, ...extra });
   const path = join(tmp, `${name}-${mode}.safetensors`);
   writeTrace(path, r, model.vocabSize);
   return path;
@@ -61,7 +61,15 @@ try {
     const loaded = await loadModel(dir, { tokenizer: 'none' });
     const quantized = Boolean(loaded.config.quantization ?? loaded.config.quantization_config);
     const row = { case: c, quantized, prompt_tokens: ids.length };
-    for (const mode of ['exact', 'fast', 'int8']) row[mode] = summary(compareTraces(traceFile(loaded.model, ids, mode, c, decode), exp, { marginThreshold: MARGIN }));
+    // Image fixtures: the image's soft tokens fill the prompt's placeholder run, as `mlxcel trace --image`
+    // does (the vision tower itself runs in f32 in every precision; its text tower takes the precision).
+    let extra = {};
+    if (existsSync(join(dir, 'image.png'))) {
+      const t = await traceImages(loaded, ids, [join(dir, 'image.png')]);
+      extra = { embeddingOverrides: t.overrides, atomicSpans: t.spans, decodeEmbedding: t.decodeEmbedding };
+      row.case += ' (with its image)';
+    }
+    for (const mode of ['exact', 'fast', 'int8']) row[mode] = summary(compareTraces(traceFile(loaded.model, ids, mode, c, decode, extra), exp, { marginThreshold: MARGIN }));
     rows.push(row);
   }
   const MODELS = {
