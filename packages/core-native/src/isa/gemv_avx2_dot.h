@@ -191,7 +191,7 @@ static constexpr S16GroupIdx kS16Idx32 = s16_group_idx(5), kS16Idx64 = s16_group
 // Returns false when x holds a non-finite value (the caller then uses the exact path, which propagates it).
 static bool avx2_q4_prepare_s16(const float* x, int64_t K, int G, int T, int16_t* xs, float* sx) {
   const int64_t gpr = K / G;
-  alignas(32) int32_t t[128];
+  const __m256i pair_perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   for (int64_t g = 0; g < gpr; g++) {
     const float* xg = x + g * G;
     const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
@@ -207,13 +207,24 @@ static bool avx2_q4_prepare_s16(const float* x, int64_t K, int G, int T, int16_t
     sx[g] = m / float(T);
     const __m256 inv = _mm256_set1_ps(m > 0.f ? float(T) / m : 0.f);
     const __m256i tmax = _mm256_set1_epi32(T), tmin = _mm256_set1_epi32(-T);
-    for (int c = 0; c < G; c += 8) {
-      const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xg + c), inv));  // ties to even
-      _mm256_store_si256(reinterpret_cast<__m256i*>(t + c), _mm256_min_epi32(_mm256_max_epi32(q, tmin), tmax));
-    }
-    for (int c = 0; c < G; c++) {
-      const int64_t e = g * G + c, c0 = e - e % kQ4Chunk, r = e % kQ4Chunk;
-      xs[c0 + 16 * (r % 4) + r / 4] = int16_t(t[c]);
+    auto quant8 = [&](int c) {  // ties to even
+      const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xg + c), inv));
+      return _mm256_min_epi32(_mm256_max_epi32(q, tmin), tmax);
+    };
+    // 16 elements at a time: t[r + 4i + k] (i, k < 4; r = their offset in the chunk, a multiple of 16)
+    // go to xs[16k + r/4 + i], four 64-bit stores. Permuting each 8 as (0,4,1,5,2,6,3,7), packing the
+    // two to s16 (per 128-bit lane) and swapping the middle words of each lane leaves k = 0, 1 in the
+    // low lane's two halves and k = 2, 3 in the high lane's.
+    for (int c = 0; c < G; c += 16) {
+      const __m256i p0 = _mm256_permutevar8x32_epi32(quant8(c), pair_perm), p1 = _mm256_permutevar8x32_epi32(quant8(c + 8), pair_perm);
+      const __m256i s = _mm256_shuffle_epi32(_mm256_packs_epi32(p0, p1), _MM_SHUFFLE(3, 1, 2, 0));
+      const int64_t e = g * G + c, r = e % kQ4Chunk;
+      int16_t* base = xs + (e - r) + r / 4;
+      const __m128i lo = _mm256_castsi256_si128(s), hi = _mm256_extracti128_si256(s, 1);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(base), lo);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(base + 16), _mm_unpackhi_epi64(lo, lo));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(base + 32), hi);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(base + 48), _mm_unpackhi_epi64(hi, hi));
     }
   }
   return true;
