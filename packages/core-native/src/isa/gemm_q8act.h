@@ -248,8 +248,17 @@ static void q8act_pack_tile(const WeightRef& w, int64_t n0, int nr, int64_t k0, 
 // row still share L1 (the two-vector tile measured 12-16 % slower at M = 64).
 #if defined(__AVX512VNNI__) && MLX_VL == 16
 constexpr int kQ8MaxNV = 2;
+constexpr int kQ8MR1Wide = 6, kQ8MR2Wide = 4;
+#elif defined(__AVX2__) && MLX_VL == 8 && !defined(__AVXVNNI__)
+// AVX2 (s16 sums, q8act_micro below): each broadcast x value feeds two maddubs, so the vector ALUs spend
+// 2.5 instead of 3 instructions per maddubs (broadcast, maddubs, s16 add). Rows per micro-kernel as
+// measured best in same-process A/B runs at M = 512 (Zen 3; bit-identical outputs): int8 3 rows
+// (1.2x over the one-vector tile), fast 1 row (~1.05x; 2 rows spill the 16 ymm registers).
+constexpr int kQ8MaxNV = 2;
+constexpr int kQ8MR1Wide = 3, kQ8MR2Wide = 1;
 #else
 constexpr int kQ8MaxNV = 1;
+constexpr int kQ8MR1Wide = 1, kQ8MR2Wide = 1;
 #endif
 constexpr int64_t kQ8WideM = 96;
 
@@ -260,53 +269,66 @@ constexpr int64_t kQ8WideM = 96;
 // order whatever NV and MR are (k ascending within a group in i32, groups ascending in f32), so a row's
 // result does not depend on the tiling.
 #if defined(__AVX2__) && MLX_VL == 8 && !defined(__AVXVNNI__)
-// AVX2 without VNNI: q8_dot costs two multiply uops (vpmaddubsw, then vpmaddwd by ones to widen the s16
-// pair sums to i32), and the two multiply ports bound the loop. The pair sums of 4-bit codes are small
+// AVX2 without VNNI: q8_dot costs three vector ALU instructions (vpmaddubsw, vpmaddwd by ones to widen
+// the s16 pair sums to i32, vpaddd), and the four vector pipes bound the loop (measured on Zen 3:
+// vpmaddubsw + vpaddw alone run at 2 per cycle, as many as FMAs). The pair sums of 4-bit codes are small
 // (|w0 x0 + w1 x1| <= 2 * 15 * 128 = 3840), so kQ8S16Steps of them add exactly in s16 (8 * 3840 =
-// 30720 < 2^15) before one vpmaddwd widens them: about 1.1 multiply uops per dot instead of 2. With two
-// planes the widening multiplies the hi plane's sums by 256 (vpmaddwd by 256s), so the i32 accumulator
-// is 256 * hi + lo at once. Every integer sum is exact in both forms, so the result is bit-identical to
-// q8act_micro's. The f32 accumulators stay in acc (one load and store per group) to leave the 16 ymm
-// registers to the s16 and i32 sums.
+// 30720 < 2^15) before one vpmaddwd widens them: about 2 instructions per dot instead of 3 (1.19-1.36x
+// the GEMM rate). With two planes the widening multiplies the hi plane's sums by 256 (vpmaddwd by
+// 256s), so the i32 accumulator is 256 * hi + lo at once. Every integer sum is exact in both forms, so
+// the result is bit-identical to the generic q8act_micro's. The f32 accumulators stay in acc (one load
+// and store per group) to leave the 16 ymm registers to the s16 and i32 sums.
 constexpr int kQ8S16Steps = 8;
 template <int MR, int PLANES, int NV>
 static inline void q8act_micro(const uint32_t* wt, int64_t wstride, const int8_t* const* xq, int64_t plane_off, const float* const* dx,
                                const float* const* xs, const float* sc, const float* bi, int64_t sstride, int64_t ng, int G, float* acc) {
-  static_assert(NV == 1, "the AVX2 tile is one vector of rows");
   constexpr int TR = NV * VL;
   const __m256i ones = _mm256_set1_epi16(1), c256 = _mm256_set1_epi16(256);
   for (int64_t g = 0; g < ng; g++) {
-    __m256i ia[MR];
-    for (int m = 0; m < MR; m++) ia[m] = _mm256_setzero_si256();
+    __m256i ia[MR][NV];
+    for (int m = 0; m < MR; m++)
+      for (int v = 0; v < NV; v++) ia[m][v] = _mm256_setzero_si256();
     const uint32_t* wg = wt + g * (G / 4) * VL;
     for (int k0 = 0; k0 < G / 4; k0 += kQ8S16Steps) {  // G / 4 is a multiple of 8 for G = 32, 64, 128
-      __m256i h[MR], l[MR];
-      for (int m = 0; m < MR; m++) h[m] = l[m] = _mm256_setzero_si256();
+      __m256i h[MR][NV], l[MR][NV];
+      for (int m = 0; m < MR; m++)
+        for (int v = 0; v < NV; v++) h[m][v] = l[m][v] = _mm256_setzero_si256();
       for (int k4 = k0; k4 < k0 + kQ8S16Steps; k4++) {
-        const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + k4 * VL));
+        __m256i wv[NV];
+        for (int v = 0; v < NV; v++) wv[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + v * wstride + k4 * VL));
         for (int m = 0; m < MR; m++) {
           int32_t x4;
           std::memcpy(&x4, xq[m] + g * G + 4 * k4, 4);
-          h[m] = _mm256_add_epi16(h[m], _mm256_maddubs_epi16(wv, _mm256_set1_epi32(x4)));
-          // Keeps each sum a register chain: without it GCC reassociates the unrolled adds into a tree
-          // and spills the products to the stack first (a store per dot).
-          __asm__("" : "+x"(h[m]));
+          const __m256i xh = _mm256_set1_epi32(x4);
+          for (int v = 0; v < NV; v++) {
+            h[m][v] = _mm256_add_epi16(h[m][v], _mm256_maddubs_epi16(wv[v], xh));
+            // Keeps each sum a register chain: without it GCC reassociates the unrolled adds into a tree
+            // and spills the products to the stack first (a store per dot).
+            __asm__("" : "+x"(h[m][v]));
+          }
           if (PLANES == 2) {
             std::memcpy(&x4, xq[m] + plane_off + g * G + 4 * k4, 4);
-            l[m] = _mm256_add_epi16(l[m], _mm256_maddubs_epi16(wv, _mm256_set1_epi32(x4)));
-            __asm__("" : "+x"(l[m]));
+            const __m256i xl = _mm256_set1_epi32(x4);
+            for (int v = 0; v < NV; v++) {
+              l[m][v] = _mm256_add_epi16(l[m][v], _mm256_maddubs_epi16(wv[v], xl));
+              __asm__("" : "+x"(l[m][v]));
+            }
           }
         }
       }
-      for (int m = 0; m < MR; m++) {
-        if (PLANES == 2)
-          ia[m] = _mm256_add_epi32(ia[m], _mm256_add_epi32(_mm256_madd_epi16(h[m], c256), _mm256_madd_epi16(l[m], ones)));
-        else ia[m] = _mm256_add_epi32(ia[m], _mm256_madd_epi16(h[m], ones));
-      }
+      for (int m = 0; m < MR; m++)
+        for (int v = 0; v < NV; v++) {
+          if (PLANES == 2)
+            ia[m][v] = _mm256_add_epi32(ia[m][v], _mm256_add_epi32(_mm256_madd_epi16(h[m][v], c256), _mm256_madd_epi16(l[m][v], ones)));
+          else ia[m][v] = _mm256_add_epi32(ia[m][v], _mm256_madd_epi16(h[m][v], ones));
+        }
     }
-    const vf s = vload(sc + g * VL), b = vload(bi + g * VL);
-    for (int m = 0; m < MR; m++)
-      vstore(acc + m * TR, vload(acc + m * TR) + (__builtin_convertvector((vi)ia[m], vf) * (s * dx[m][g]) + b * xs[m][g]));
+    for (int v = 0; v < NV; v++) {
+      const vf s = vload(sc + v * sstride + g * VL), b = vload(bi + v * sstride + g * VL);
+      for (int m = 0; m < MR; m++)
+        vstore(acc + m * TR + v * VL,
+               vload(acc + m * TR + v * VL) + (__builtin_convertvector((vi)ia[m][v], vf) * (s * dx[m][g]) + b * xs[m][g]));
+    }
   }
 }
 #else
@@ -413,7 +435,7 @@ static bool matmul_q8act(const float* x, int64_t M, const WeightRef& w, const fl
   auto run = [&](auto nvc) {
     constexpr int NV = decltype(nvc)::value, TR = NV * VL;
     // x rows per micro-kernel: two i32 accumulator sets per row with two planes, so fewer rows.
-    constexpr int MR1 = NV == 2 ? 6 : kQ8MR, MR2 = NV == 2 ? 4 : kQ8MR / 2;
+    constexpr int MR1 = NV == 2 ? kQ8MR1Wide : kQ8MR, MR2 = NV == 2 ? kQ8MR2Wide : kQ8MR / 2;
     const int64_t tiles = (N + TR - 1) / TR;
     parallel_for(tiles * mbk, 1, [&](int64_t t0, int64_t t1) {
       static thread_local Q8ActScratch s;
@@ -432,9 +454,10 @@ static bool matmul_q8act(const float* x, int64_t M, const WeightRef& w, const fl
           const int mstep = planes == 2 ? MR2 : MR1;
           for (int64_t m = m0; m < m1; m += mstep) {
             const int mr = int(std::min<int64_t>(mstep, m1 - m));
-            const int8_t* xr[MR1];  // MR1 >= MR2
-            const float* dr[MR1];
-            const float* sr[MR1];
+            constexpr int MRX = MR1 > MR2 ? MR1 : MR2;
+            const int8_t* xr[MRX];
+            const float* dr[MRX];
+            const float* sr[MRX];
             for (int i = 0; i < mr; i++) {
               xr[i] = xq + (m + i) * K + k0;
               dr[i] = dx + (m + i) * gpr + k0 / G;
