@@ -14,6 +14,28 @@
 // high nibble vectors of the chunk.
 constexpr int kQ4Chunk = 64;  // codes per 32-byte chunk
 
+// Both row walks below take groups 8 at a time: their W scales times the x group scales form one f32
+// vector f per x row, and each chunk's i32 lanes (8 consecutive codes each, always of one group) pick
+// their group's factor from f with one permute. For chunk i of such a block, lane j's group is
+// (i * 64 + 8 j) / G: a constant table (no start-up code), so the permute's indices are one load
+// instead of four vector instructions per chunk.
+struct Q4ChunkGroupIdx {
+  alignas(32) int32_t v[16][8];
+};
+static constexpr Q4ChunkGroupIdx q4_chunk_group_idx(int shift) {
+  Q4ChunkGroupIdx t{};
+  for (int i = 0; i < 16; i++)
+    for (int j = 0; j < 8; j++) t.v[i][j] = (i * kQ4Chunk + 8 * j) >> shift;
+  return t;
+}
+static constexpr Q4ChunkGroupIdx kQ4GroupIdx32 = q4_chunk_group_idx(5), kQ4GroupIdx64 = q4_chunk_group_idx(6),
+                                 kQ4GroupIdx128 = q4_chunk_group_idx(7);
+static inline const Q4ChunkGroupIdx& q4_group_idx(int G) { return G == 32 ? kQ4GroupIdx32 : G == 64 ? kQ4GroupIdx64 : kQ4GroupIdx128; }
+static inline __m256i q4_chunk_idx(const Q4ChunkGroupIdx& t, int64_t i) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(t.v[i]));
+}
+
+
 // Low bytes of the 8 i32 lanes of d (each in [-128, 127]) -> 8 bytes at p.
 static inline void store_lanes_i8(int8_t* p, vi d) {
   const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,  //
@@ -83,9 +105,7 @@ static inline __m256 load8_f(const uint8_t* p, int64_t i, int n) {
 
 // AVX2 q4 row: row n of W against MB prepared x rows. One row at a time: W is read as one sequential
 // stream per thread, and the x planes (3 bytes per element) stay in L1/L2 (measured faster than sharing
-// plane loads across several rows). Groups are taken 8 at a time: their scales times the x group scales
-// form one f32 vector f, and each chunk's i32 lanes (8 consecutive codes each, always of one group)
-// pick their group's factor from f with one permute.
+// plane loads across several rows). Groups are taken 8 at a time (see Q4ChunkGroupIdx).
 template <int SD, int MB>
 static void avx2_q4_row(const int8_t* planes, const float* sx, const float* xsum, int64_t K, const WeightRef& w,
                          const float* bias, float* y, int64_t N, int64_t n) {
@@ -94,8 +114,7 @@ static void avx2_q4_row(const int8_t* planes, const float* sx, const float* xsum
   const int64_t gpr = K / G, row_bytes = K / 2, xplane = (K / CW) * PB;
   const uint8_t* row = w.data + n * row_bytes;
   TilePrefetch pref(row, gemv_prefetch_distance(1, row_bytes));
-  const __m128i gshift = _mm_cvtsi32_si128(G == 32 ? 5 : G == 64 ? 6 : 7);
-  const __m256i lanes = _mm256_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56);
+  const Q4ChunkGroupIdx& gidx = q4_group_idx(G);
   const __m256i nib = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1), k256 = _mm256_set1_epi16(256);
   __m256 acc[MB], acc2[MB];  // chunks alternate between the two sets (two FMA dependency chains)
   for (int m = 0; m < MB; m++) acc[m] = acc2[m] = _mm256_setzero_ps();
@@ -111,7 +130,7 @@ static void avx2_q4_row(const int8_t* planes, const float* sx, const float* xsum
     for (int m = 0; m < MB; m++) P[m] = planes + m * xplane + (c0 / CW) * PB;
     // Chunk i of the block (CW codes, 32 bytes) into A.
     auto chunk = [&](int64_t i, __m256 (&A)[MB]) __attribute__((always_inline)) {
-      const __m256i idx = _mm256_srl_epi32(_mm256_add_epi32(_mm256_set1_epi32(int(i * CW)), lanes), gshift);
+      const __m256i idx = q4_chunk_idx(gidx, i);
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq + i * (CW / 2)));
       const __m256i lo = _mm256_and_si256(v, nib);
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
@@ -173,20 +192,6 @@ static void avx2_q4_row(const int8_t* planes, const float* sx, const float* xsum
 // core-bound). Bounds: 8 * 15 * 32767 < 2^22 per lane.
 constexpr int kS16Fast = 32639, kS16Int8 = 127;
 
-// For chunk i (of kQ4Chunk codes) of a block of 8 groups of G: lane j's group within the block,
-// (i * 64 + 8 j) / G. A constant table (no start-up code), so the row loop permutes the block's group
-// factors with one load instead of building the indices per chunk (4 fewer vector uops per 64 codes).
-struct S16GroupIdx {
-  alignas(32) int32_t v[16][8];
-};
-static constexpr S16GroupIdx s16_group_idx(int shift) {
-  S16GroupIdx t{};
-  for (int i = 0; i < 16; i++)
-    for (int j = 0; j < 8; j++) t.v[i][j] = (i * 64 + 8 * j) >> shift;
-  return t;
-}
-static constexpr S16GroupIdx kS16Idx32 = s16_group_idx(5), kS16Idx64 = s16_group_idx(6), kS16Idx128 = s16_group_idx(7);
-
 // Writes one x row's s16 activations in chunk order (K % 64 == 0; xs[c0 + 16k + i] = t[c0 + 4i + k]).
 // Returns false when x holds a non-finite value (the caller then uses the exact path, which propagates it).
 static bool avx2_q4_prepare_s16(const float* x, int64_t K, int G, int T, int16_t* xs, float* sx) {
@@ -239,8 +244,7 @@ static void avx2_q4_row_s16(const int16_t* xs, const float* sx, const float* xsu
   const int64_t gpr = K / G, row_bytes = K / 2;
   const uint8_t* row = w.data + n * row_bytes;
   TilePrefetch pref(row, gemv_prefetch_distance(1, row_bytes));
-  static_assert(kQ4Chunk == 64, "s16_group_idx assumes 64-code chunks");
-  const S16GroupIdx& gidx = G == 32 ? kS16Idx32 : G == 64 ? kS16Idx64 : kS16Idx128;
+  const Q4ChunkGroupIdx& gidx = q4_group_idx(G);
   const __m256i m4 = _mm256_set1_epi16(0x000f);
   __m256 acc[MB], acc2[MB];
   for (int m = 0; m < MB; m++) acc[m] = acc2[m] = _mm256_setzero_ps();
@@ -253,7 +257,7 @@ static void avx2_q4_row_s16(const int16_t* xs, const float* sx, const float* xsu
     const int64_t nch = int64_t(ng) * G / CW, c0 = gb * G;
     const uint8_t* wq = row + c0 / 2;
     auto chunk = [&](int64_t i, __m256 (&A)[MB]) __attribute__((always_inline)) {
-      const __m256i idx = _mm256_load_si256(reinterpret_cast<const __m256i*>(gidx.v[i]));
+      const __m256i idx = q4_chunk_idx(gidx, i);
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq + i * (CW / 2)));
       const __m256i n0 = _mm256_and_si256(v, m4);
       const __m256i n1 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
