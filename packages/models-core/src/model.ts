@@ -6,7 +6,7 @@
  * caches already hold part of the step.
  */
 import {
-  assertFinite, isNonFiniteFailure, locateNonFinite, NonFiniteError, nonFiniteReport,
+  assertFinite, isNonFiniteFailure, locateNonFinite, NonFiniteError, nonFiniteReport, withLayerArenas,
   type ForwardInput, type ForwardOptions, type LanguageModel, type MlxcelError, type SequenceState, type StateOptions,
 } from '@mlxcel/tensor';
 import type { BatchLayout } from './batch.js';
@@ -26,17 +26,21 @@ export const EMBEDDINGS_NAME = 'embeddings';
 /**
  * The layer loop of every forward file: `layer(l, x)` for l = 0 … numLayers − 1 in order, the residual
  * tapped as `hidden_states.<l>` after each (`view` picks the [rows, width] tensor to tap — Gemma 3n's
- * active AltUp stream).
+ * active AltUp stream). Large arrays a layer makes come from the layer arenas (@mlxcel/tensor
+ * `withLayerArenas`): valid through the next layer, reused after that.
  */
 export function runLayers<X>(
   x: X, numLayers: number, layer: (l: number, x: X) => X, tap: HiddenStateTap | undefined, width: number,
   view: (x: X) => Float32Array = (v) => v as unknown as Float32Array,
 ): X {
-  for (let l = 0; l < numLayers; l++) {
-    x = layer(l, x);
-    tap?.(layerOutputName(l), view(x), width);
-  }
-  return x;
+  return withLayerArenas((nextLayer) => {
+    for (let l = 0; l < numLayers; l++) {
+      nextLayer();
+      x = layer(l, x);
+      tap?.(layerOutputName(l), view(x), width);
+    }
+    return x;
+  });
 }
 
 /** What a model states about itself (the LanguageModel fields a DecoderModel is constructed with). */

@@ -1,3 +1,5 @@
+import { persistentFloats } from '@mlxcel/tensor';
+
 /**
  * Reusable intermediates of a forward pass. A 512-token prefill chunk makes tens of MB of activations per
  * layer (Phi-3.5-mini: [512, 16384] gate/up outputs, [512, 9216] fused qkv, ...); a fresh Float32Array
@@ -7,7 +9,8 @@
  *
  * `take(name, n)` returns the same memory for the same name every time (grown when n grows; contents
  * unspecified), so the caller must be done with what it last took under that name, and must overwrite
- * all n values (every kernel output does). Nothing taken here may escape the forward call.
+ * all n values (every kernel output does). Nothing taken here may escape the forward call. Large buffers
+ * come from `persistentFloats` (huge pages, never a layer arena: they outlive every layer), so even their first use costs little.
  */
 export class ScratchBuffers {
   private readonly bufs = new Map<string, Float32Array>();
@@ -15,7 +18,7 @@ export class ScratchBuffers {
   take(name: string, n: number): Float32Array {
     let b = this.bufs.get(name);
     if (!b || b.length < n) {
-      b = new Float32Array(n);
+      b = persistentFloats(n);
       this.bufs.set(name, b);
     }
     return b.length === n ? b : b.subarray(0, n);

@@ -4,6 +4,7 @@
  */
 import * as native from '@mlxcel/core-native';
 import { BinaryOp, UnaryOp } from '@mlxcel/core-native';
+import { outputFloats } from './buffers.js';
 import { MlxcelError } from './errors.js';
 import type { Weight } from './weight.js';
 
@@ -14,42 +15,42 @@ function check(cond: boolean, msg: string): void {
 /** y[M, N] = x[M, K] . W^T (+ bias). K = w.cols, N = w.rows. */
 export function matmul(x: Float32Array, M: number, w: Weight, bias?: Float32Array | null, out?: Float32Array): Float32Array {
   check(x.length >= M * w.cols, `matmul: x has ${x.length} values, expected ${M} x ${w.cols}`);
-  const y = out ?? new Float32Array(M * w.rows);
+  const y = out ?? outputFloats(M * w.rows);
   native.matmul(x, M, w.native, bias ?? null, y);
   return y;
 }
 
 /** Rows of an embedding-like weight (any dtype, quantized included) as f32 [n, cols]. */
 export function gather(ids: Int32Array, w: Weight, out?: Float32Array): Float32Array {
-  const y = out ?? new Float32Array(ids.length * w.cols);
+  const y = out ?? outputFloats(ids.length * w.cols);
   native.gather(ids, w.native, y);
   return y;
 }
 
 export function rmsNorm(x: Float32Array, dim: number, weight: Float32Array | null, eps: number, plusOne = false, out?: Float32Array): Float32Array {
   check(x.length % dim === 0, `rmsNorm: length ${x.length} is not a multiple of dim ${dim}`);
-  const y = out ?? new Float32Array(x.length);
+  const y = out ?? outputFloats(x.length);
   native.rmsNorm(x, x.length / dim, dim, weight, eps, plusOne, y);
   return y;
 }
 
 export function layerNorm(x: Float32Array, dim: number, weight: Float32Array | null, bias: Float32Array | null, eps: number, out?: Float32Array): Float32Array {
   check(x.length % dim === 0, `layerNorm: length ${x.length} is not a multiple of dim ${dim}`);
-  const y = out ?? new Float32Array(x.length);
+  const y = out ?? outputFloats(x.length);
   native.layerNorm(x, x.length / dim, dim, weight, bias, eps, y);
   return y;
 }
 
 export function softmax(x: Float32Array, dim: number, out?: Float32Array): Float32Array {
   check(x.length % dim === 0, `softmax: length ${x.length} is not a multiple of dim ${dim}`);
-  const y = out ?? new Float32Array(x.length);
+  const y = out ?? outputFloats(x.length);
   native.softmax(x, x.length / dim, dim, y);
   return y;
 }
 
 function un(op: number) {
   return (x: Float32Array, out?: Float32Array): Float32Array => {
-    const y = out ?? new Float32Array(x.length);
+    const y = out ?? outputFloats(x.length);
     native.unary(op, x, y);
     return y;
   };
@@ -67,7 +68,7 @@ export const sqrt = un(UnaryOp.SQRT);
 function bin(op: number) {
   /** a op b, with b broadcast over a's leading axes when b is shorter (its length must divide a's). */
   return (a: Float32Array, b: Float32Array, out?: Float32Array): Float32Array => {
-    const y = out ?? new Float32Array(a.length);
+    const y = out ?? outputFloats(a.length);
     native.binary(op, a, b, y);
     return y;
   };
@@ -80,7 +81,7 @@ export const maximum = bin(BinaryOp.MAX);
 
 /** x * s + t */
 export function scale(x: Float32Array, s: number, t = 0, out?: Float32Array): Float32Array {
-  const y = out ?? new Float32Array(x.length);
+  const y = out ?? outputFloats(x.length);
   native.affine(x, s, t, y);
   return y;
 }
@@ -92,7 +93,7 @@ export function scale(x: Float32Array, s: number, t = 0, out?: Float32Array): Fl
  */
 export function linearCombine(inputs: readonly Float32Array[], coefs: ArrayLike<number>, out?: Float32Array): Float32Array {
   check(inputs.length > 0 && coefs.length === inputs.length, `linearCombine: ${inputs.length} inputs and ${coefs.length} coefficients`);
-  const y = out ?? new Float32Array(inputs[0]!.length);
+  const y = out ?? outputFloats(inputs[0]!.length);
   native.linearCombine(inputs, coefs instanceof Float32Array ? coefs : Float32Array.from(coefs), y);
   return y;
 }
@@ -119,7 +120,7 @@ export function softcapCheck(x: Float32Array, cap: number | null, out: Float32Ar
 /** gu [M, 2I] = [gate | up] → [M, I] = act(gate) · up (act: 'silu' or 'gelu_tanh'), one native pass. */
 export function gatedAct(gu: Float32Array, M: number, I: number, act: 'silu' | 'gelu_tanh', out?: Float32Array): Float32Array {
   check(gu.length >= M * 2 * I, `gatedAct: ${gu.length} values, expected ${M} x ${2 * I}`);
-  const y = out ?? new Float32Array(M * I);
+  const y = out ?? outputFloats(M * I);
   native.gatedAct(gu, M, I, act === 'silu' ? UnaryOp.SILU : UnaryOp.GELU_TANH, y);
   return y;
 }
@@ -148,7 +149,7 @@ export function topk(x: Float32Array, k: number): { indices: Int32Array; values:
 /** Columns [c0, c1) of a row-major [rows, cols] matrix, as a new [rows, c1 - c0] matrix. */
 export function sliceCols(x: Float32Array, cols: number, c0: number, c1: number): Float32Array {
   const rows = x.length / cols, w = c1 - c0;
-  const out = new Float32Array(rows * w);
+  const out = outputFloats(rows * w);
   for (let r = 0; r < rows; r++) out.set(x.subarray(r * cols + c0, r * cols + c1), r * w);
   return out;
 }
@@ -157,7 +158,7 @@ export function sliceCols(x: Float32Array, cols: number, c0: number, c1: number)
 export function concatCols(parts: { data: Float32Array; cols: number }[]): Float32Array {
   const rows = parts[0]!.data.length / parts[0]!.cols;
   const total = parts.reduce((s, p) => s + p.cols, 0);
-  const out = new Float32Array(rows * total);
+  const out = outputFloats(rows * total);
   for (let r = 0; r < rows; r++) {
     let c = 0;
     for (const p of parts) {

@@ -6,7 +6,7 @@
  *   proj[i] = RMSNorm_{per_layer_projection_norm}( (e_i · W_plmᵀ) · H^−0.5 ) per P-slice, e = final embedding rows
  *   ple[i]  = (proj[i] + tok[i]) · 2^−0.5                   → [N, NL·P]; layer l reads columns [l·P, (l+1)·P)
  */
-import { MlxcelError, ops, type Embedding, type Linear, type RMSNorm } from '@mlxcel/tensor';
+import { floats, MlxcelError, ops, type Embedding, type Linear, type RMSNorm } from '@mlxcel/tensor';
 import type { GemmaForwardInput, GemmaLayout } from './batch.js';
 
 export interface PleDims {
@@ -28,7 +28,7 @@ export function alignPerLayerInputs(values: Float32Array, rows: number, width: n
   if (skip < 0) throw new MlxcelError('E_INPUT', `perLayerInputs: firstPosition is after this call's first token (by ${-skip})`);
   if (skip === 0 && rows === L) return values;
   if (skip + L <= rows) return values.subarray(skip * width, (skip + L) * width);
-  const out = new Float32Array(L * width);
+  const out = floats(L * width);
   if (skip < rows) out.set(values.subarray(skip * width, rows * width));
   return out;
 }
@@ -62,7 +62,7 @@ export class PerLayerInputs {
   forward(e: Float32Array, batch: GemmaLayout): Float32Array {
     const { hidden, perLayer } = this.dims;
     const W = this.width;
-    const tok = new Float32Array(batch.n * W);
+    const tok = floats(batch.n * W);
     for (const s of batch.seqs) tok.set(this.tokenRows(s.input, batch.ids.subarray(s.start, s.start + s.len), s.p0), s.start * W);
     const proj = this.projection.forward(e, batch.n);
     ops.scale(proj, 1 / Math.sqrt(hidden), 0, proj);
@@ -83,7 +83,7 @@ export function splitPerLayer(ple: Float32Array, N: number, numLayers: number, P
   const W = numLayers * P;
   const out: Float32Array[] = [];
   for (let l = 0; l < numLayers; l++) {
-    const a = new Float32Array(N * P);
+    const a = floats(N * P);
     for (let r = 0; r < N; r++) a.set(ple.subarray(r * W + l * P, r * W + (l + 1) * P), r * P);
     out.push(a);
   }

@@ -4,7 +4,7 @@
  * Streams are K arrays [N, H]. Coefficient matrices are tiny (K² × K, K × K) and run in JS; the stream
  * mixes run natively, one pass per predict / correct over every token.
  */
-import { ops, type Linear, type RMSNorm } from '@mlxcel/tensor';
+import { floats, ops, type Linear, type RMSNorm } from '@mlxcel/tensor';
 
 /** rms(v) per row, and the HF floor sqrt(max(mean(v²), 1e-5)) used for the projected streams (§6). */
 function rowRms(x: Float32Array, H: number, floor: number): Float64Array {
@@ -87,7 +87,7 @@ export class AltUp {
     for (let t = 0; t < N; t++)
       for (let i = 0; i < K; i++)
         for (let j = 0; j < K; j++) c[(t * K + i) * K + j] = m[t * K * K + i * K + j]! + (i === j ? 1 : 0);
-    const pred = X.map((x) => new Float32Array(x.length));
+    const pred = X.map((x) => floats(x.length));
     ops.mixStreams(X, c, pred, N, H);
     return pred;
   }

@@ -1,5 +1,5 @@
 /** Gated MLP activations that read a fused projection output. */
-import { ops } from '@mlxcel/tensor';
+import { floats, ops } from '@mlxcel/tensor';
 
 /**
  * SwiGLU over a fused [gate; up] projection whose two halves are contiguous column blocks
@@ -17,7 +17,7 @@ export function swigluHalves(gu: Float32Array, M: number, I: number, out?: Float
  * Note a is clamped from above only.
  */
 export function gegelu(u: Float32Array, M: number, F: number, limit: number | null): Float32Array {
-  const out = new Float32Array(M * F);
+  const out = floats(M * F);
   for (let r = 0; r < M; r++) {
     const u0 = r * 2 * F, o0 = r * F;
     for (let i = 0; i < F; i++) {

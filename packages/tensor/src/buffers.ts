@@ -1,0 +1,132 @@
+/**
+ * Where activation arrays come from.
+ *
+ * Why not a fresh `Float32Array` each time: a few MiB of fresh memory is fresh pages, which the OS maps
+ * and zeroes one 4 KiB page at a time on the first write to them — measured 3.0 ms per MiB on the
+ * development VM (a [512, 2048] f32 residual add: 5.4 ms into a fresh array against 0.10 ms into a
+ * reused one), and a prefill chunk makes tens of such arrays per layer. So:
+ *
+ * - From 2 MiB on, `floats` takes core-native's `alloc` (mapped from the OS, 2 MiB aligned, advised for
+ *   transparent huge pages: 0.06-0.9 ms per MiB to back) instead of the heap.
+ * - Inside the layer loop (`withLayerArenas`, models-core runLayers) those arrays come from two
+ *   **layer arenas** instead, memory that stays mapped and is handed out again: layer l's arrays are
+ *   taken from arena l % 2, which is reset when layer l + 2 starts. So an array a layer makes stays
+ *   valid through the next layer (its output is the next layer's input) and is reused after that, as
+ *   llama.cpp's graph allocator reuses one compute buffer. The rule for layer code: nothing a layer
+ *   makes may be read two layers later; what must live longer (KV caches, prefix snapshots, traces)
+ *   is copied out, as it always was. `MLXCEL_ARENA_POISON=1` (or `setArenaPoison(true)`) fills an
+ *   arena with NaN when it is reset and puts every array a layer makes there, whatever its size, so a
+ *   value read after its time shows up as NaN even in the tiny test models (the tests run every
+ *   fixture so).
+ */
+import * as native from '@mlxcel/core-native';
+
+/** Arrays of at least this many bytes come from `alloc` or a layer arena instead of the JS heap. */
+export const LARGE_ARRAY_BYTES = 2 << 20;
+/** A layer arena grows by chunks of at least this many bytes. */
+const ARENA_CHUNK_BYTES = 32 << 20;
+
+class Arena {
+  private readonly chunks: ArrayBuffer[] = [];
+  private chunk = 0; // index of the chunk being filled
+  private offset = 0; // bytes used in it
+
+  /** Makes every chunk free again (their contents become NaN when poisoning). */
+  reset(poison: boolean): void {
+    this.chunk = 0;
+    this.offset = 0;
+    if (poison) for (const c of this.chunks) new Float32Array(c).fill(NaN);
+  }
+
+  /** n floats of arena memory (contents: whatever was there). */
+  take(n: number): Float32Array {
+    const bytes = Math.ceil((n * 4) / 64) * 64; // keep every array 64-byte aligned, as alloc's are
+    while (this.chunk < this.chunks.length) {
+      const c = this.chunks[this.chunk]!;
+      if (this.offset + bytes <= c.byteLength) {
+        const out = new Float32Array(c, this.offset, n);
+        this.offset += bytes;
+        return out;
+      }
+      this.chunk++;
+      this.offset = 0;
+    }
+    const c = native.alloc(Math.max(bytes, ARENA_CHUNK_BYTES));
+    this.chunks.push(c);
+    this.chunk = this.chunks.length - 1;
+    this.offset = bytes;
+    return new Float32Array(c, 0, n);
+  }
+
+  get bytes(): number {
+    return this.chunks.reduce((s, c) => s + c.byteLength, 0);
+  }
+}
+
+interface ArenaScope {
+  readonly pair: [Arena, Arena];
+  current: number; // -1 before the first layer
+}
+
+let poison = process.env.MLXCEL_ARENA_POISON === '1';
+const pairs: [Arena, Arena][] = []; // one pair per nesting depth (a tower run inside a layer gets its own)
+const scopes: ArenaScope[] = [];
+
+/** Fill layer arenas with NaN when they are reset (tests: a value read after its layer's time shows up). */
+export function setArenaPoison(on: boolean): void {
+  poison = on;
+}
+
+/**
+ * Runs a layer loop with layer arenas active: `fn` gets `nextLayer`, to be called as each layer starts.
+ * Large arrays made inside come from the arenas (see the file comment for the lifetime rule); the arrays
+ * of the last two layers stay valid after `fn` returns, until the next layer loop starts.
+ */
+export function withLayerArenas<T>(fn: (nextLayer: () => void) => T): T {
+  const depth = scopes.length;
+  const pair = (pairs[depth] ??= [new Arena(), new Arena()]);
+  const scope: ArenaScope = { pair, current: -1 };
+  scopes.push(scope);
+  try {
+    return fn(() => {
+      scope.current = (scope.current + 1) % 2;
+      pair[scope.current].reset(poison);
+    });
+  } finally {
+    scopes.pop();
+  }
+}
+
+/** Bytes the layer arenas hold (all depths). */
+export function layerArenaBytes(): number {
+  return pairs.reduce((s, p) => s + p[0].bytes + p[1].bytes, 0);
+}
+
+function large(n: number): Float32Array | null {
+  const scope = scopes[scopes.length - 1];
+  // Poisoning puts every array of a layer in the arena, so the tiny test models check the lifetimes too.
+  if (poison && scope && scope.current >= 0) return scope.pair[scope.current].take(n);
+  if (n * 4 < LARGE_ARRAY_BYTES) return null;
+  if (scope && scope.current >= 0) return scope.pair[scope.current].take(n);
+  return new Float32Array(native.alloc(n * 4));
+}
+
+/** A zeroed f32 array of n values. */
+export function floats(n: number): Float32Array {
+  const a = large(n);
+  if (!a) return new Float32Array(n);
+  return a.fill(0);
+}
+
+/**
+ * An f32 array of n values for a kernel to overwrite completely (op outputs): like `floats`, without
+ * clearing arena memory first.
+ */
+export function outputFloats(n: number): Float32Array {
+  return large(n) ?? new Float32Array(n);
+}
+
+/** A zeroed f32 array of n values that may outlive the layer loop (never from a layer arena). */
+export function persistentFloats(n: number): Float32Array {
+  return n * 4 >= LARGE_ARRAY_BYTES ? new Float32Array(native.alloc(n * 4)) : new Float32Array(n);
+}
