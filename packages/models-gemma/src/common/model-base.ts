@@ -19,9 +19,6 @@ export interface GemmaBaseConfig {
   kvSources: number[];
 }
 
-/** Every Gemma checkpoint prefers 256-token prefill chunks (sliding-window rings stay small). */
-const PREFILL_CHUNK = 256;
-
 export abstract class GemmaModelBase extends DecoderModel<GemmaState, GemmaLayout> {
   private readonly cacheSpecs: LayerCacheSpec[];
 
@@ -31,11 +28,13 @@ export abstract class GemmaModelBase extends DecoderModel<GemmaState, GemmaLayou
     w: { norm: RMSNorm; head: Linear; stats: WeightStats },
     /** The attention geometry of every layer (its KV heads, head dim and window size its cache). */
     geometry: readonly AttentionGeometry[],
+    /** Prefill chunk the engine should use (tokens): the family's measured best (see each model.ts). */
+    prefillChunk: number,
   ) {
     super(
       {
         modelType: cfg.modelType, config, vocabSize: cfg.vocabSize, numLayers: cfg.numLayers, hiddenSize: cfg.hiddenSize,
-        maxContext: cfg.maxPositionEmbeddings, prefillChunk: PREFILL_CHUNK,
+        maxContext: cfg.maxPositionEmbeddings, prefillChunk,
         stats: w.stats.value,
       },
       new LmHead(w.norm, w.head, { softcap: cfg.finalLogitSoftcapping }),

@@ -17,12 +17,19 @@ import { perLayerInjection, splitPerLayer } from '../common/ple.js';
 import type { Gemma4Config } from './config.js';
 import type { Gemma4Layer, Gemma4Weights } from './weights.js';
 
+/**
+ * 512-token prefill chunks: the GEMMs run at M = 512 (the integer GEMM amortizes its weight repack over
+ * 512 rows; M = 256 measured 7-10 % slower end to end, Gemma 4 E2B, 8 layers, 1024-token prompt) while
+ * the sliding rings grow only to window - 1 + 512 slots.
+ */
+const PREFILL_CHUNK = 512;
+
 export class Gemma4Model extends GemmaModelBase {
   /** Config / checkpoint oddities found at load (absent layer_types, KV-head rule fallbacks). */
   readonly warnings: readonly string[];
 
   constructor(config: Readonly<Record<string, unknown>>, readonly cfg: Gemma4Config, readonly w: Gemma4Weights) {
-    super(config, cfg, w, w.layers.map((L) => L.attn.geo));
+    super(config, cfg, w, w.layers.map((L) => L.attn.geo), PREFILL_CHUNK);
     this.warnings = w.warnings;
   }
 
