@@ -105,7 +105,8 @@ for (const isa of VARIANTS) {
           const q = randomQ(N, K, bits, group, sd, bits * 1000 + group);
           const w = nativeQ(q);
           const bias = randF32(N, 11);
-          for (const M of [17, 33, 260]) {
+          // 530: more than one block of rows per task (kQ8MB = 512 rounded down to whole x panels of 4 or 6 rows).
+          for (const M of group === 64 ? [17, 33, 260, 530] : [17, 33, 260]) {
             // A large outlier per row: the per-group scale must confine its effect to its group.
             const x = randF32(M * K, M + group, -2, 2);
             for (let m = 0; m < M; m++) x[m * K + ((m * 37) % K)] = 50;
