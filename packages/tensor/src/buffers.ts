@@ -25,6 +25,12 @@ import * as native from '@mlxcel/core-native';
 export const LARGE_ARRAY_BYTES = 2 << 20;
 /** A layer arena grows by chunks of at least this many bytes. */
 const ARENA_CHUNK_BYTES = 32 << 20;
+/**
+ * What the two arenas of a loop keep between layer loops; beyond it (a large batched prefill) the extra
+ * chunks are dropped when the loop ends, and the memory returns to the OS once the arrays still viewing
+ * it are collected.
+ */
+export const ARENA_KEEP_BYTES = 256 << 20;
 
 class Arena {
   private readonly chunks: ArrayBuffer[] = [];
@@ -61,6 +67,15 @@ class Arena {
   get bytes(): number {
     return this.chunks.reduce((s, c) => s + c.byteLength, 0);
   }
+
+  /** Drops the last chunks until at most `keep` bytes remain (arrays viewing them stay valid: GC-owned). */
+  trim(keep: number): void {
+    while (this.chunks.length && this.bytes > keep) this.chunks.pop();
+    if (this.chunk >= this.chunks.length) {
+      this.chunk = this.chunks.length;
+      this.offset = 0;
+    }
+  }
 }
 
 interface ArenaScope {
@@ -94,10 +109,12 @@ export function withLayerArenas<T>(fn: (nextLayer: () => void) => T): T {
     });
   } finally {
     scopes.pop();
+    pair[0].trim(ARENA_KEEP_BYTES / 2);
+    pair[1].trim(ARENA_KEEP_BYTES / 2);
   }
 }
 
-/** Bytes the layer arenas hold (all depths). */
+/** Bytes the layer arenas hold (all depths; at most ARENA_KEEP_BYTES per depth between loops). */
 export function layerArenaBytes(): number {
   return pairs.reduce((s, p) => s + p[0].bytes + p[1].bytes, 0);
 }

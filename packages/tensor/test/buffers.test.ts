@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { floats, LARGE_ARRAY_BYTES, layerArenaBytes, outputFloats, persistentFloats, setArenaPoison, withLayerArenas } from '../src/index.js';
+import { ARENA_KEEP_BYTES, floats, LARGE_ARRAY_BYTES, layerArenaBytes, outputFloats, persistentFloats, setArenaPoison, withLayerArenas } from '../src/index.js';
 
 const BIG = LARGE_ARRAY_BYTES / 4; // floats in the smallest array that leaves the JS heap
 
@@ -95,5 +95,17 @@ describe('layer arenas', () => {
       }
     });
     expect(outside.every((v) => v === 6)).toBe(true);
+  });
+
+  it('keep at most ARENA_KEEP_BYTES between loops, and arrays of dropped chunks stay valid', () => {
+    let last: Float32Array | null = null;
+    withLayerArenas((nextLayer) => {
+      for (let l = 0; l < 2; l++) {
+        nextLayer();
+        for (let i = 0; i < 6; i++) (last = outputFloats((64 << 20) / 4)).fill(l + 1); // 384 MiB per layer
+      }
+    });
+    expect(layerArenaBytes()).toBeLessThanOrEqual(ARENA_KEEP_BYTES);
+    expect(last![last!.length - 1]).toBe(2);
   });
 });
