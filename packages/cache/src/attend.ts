@@ -4,7 +4,7 @@
  */
 import * as native from '@mlxcel/core-native';
 import type { AttentionSeqDesc } from '@mlxcel/core-native';
-import { MlxcelError } from '@mlxcel/tensor';
+import { MlxcelError, outputFloats } from '@mlxcel/tensor';
 import type { AttendOptions, BlockSparse, LayerCache } from './types.js';
 
 /** One sequence of a batched attention call. */
@@ -82,7 +82,7 @@ export function attendBatch(q: Float32Array, items: readonly AttendItem[], nHead
     qPos.set(it.qPos.subarray(0, it.rows), r);
     r += it.rows;
   }
-  const out = new Float32Array(rows * nHeads * vDim);
+  const out = outputFloats(rows * nHeads * vDim); // every element written (a query seeing nothing gets zeros)
   try {
     native.attention({
       q, qPos, out, nHeads, headDim, vDim, nKvHeads,

@@ -9,7 +9,7 @@
  * expert is then read once either way and gather skips the sort/unsort copies), else grouped.
  */
 import { UnaryOp } from '@mlxcel/core-native';
-import { MlxcelError, type Weight } from '@mlxcel/tensor';
+import { floats, MlxcelError, type Weight } from '@mlxcel/tensor';
 import { moeSwitchGLU } from './native.js';
 
 export type Activation = 'silu' | 'gelu_tanh';
@@ -86,7 +86,7 @@ export class SwitchGLU {
       throw new MlxcelError('E_SHAPE', `SwitchGLU.forward: ${weights.length} routing weights for ${ids.length} expert ids`);
     if (k > this.numExperts)
       throw new MlxcelError('E_SHAPE', `SwitchGLU.forward: k = ${k} experts per token but only ${this.numExperts} experts`);
-    const out = opts.out ?? new Float32Array(T * H);
+    const out = opts.out ?? floats(T * H); // zeroed: a layer-arena array when called from a layer
     if (out.length !== T * H) throw new MlxcelError('E_SHAPE', `SwitchGLU.forward: out has ${out.length} values, expected ${T} x ${H}`);
     const path = opts.path ?? 'auto';
     if (!(path in PATH_CODE)) throw new MlxcelError('E_ARG', `SwitchGLU.forward: path ${JSON.stringify(path)} is not auto, gather or grouped`);
