@@ -2,7 +2,7 @@
 // Two builds of the core-native addon, side by side in one process: the same q4 matmul (random codes,
 // bf16 scales, group 64) through each, calls alternating, median of 7, and the largest difference of
 // their outputs. For kernel work: copy build/Release/mlxcel_core.node aside, rebuild, compare.
-//   node bench/kernels-ab.mjs <a.node> <b.node> [--m 512] [--n 4096] [--k 4096] [--precisions fast,int8]
+//   node bench/kernels-ab.mjs <a.node> <b.node> [--m 512] [--n 4096] [--k 4096] [--precisions fast,int8] [--isa avx2]
 // The first build loaded tends to run a little faster (compare a build with itself to see the bias on
 // this machine: 0.88-0.92 at M = 64 on the development VM), so ratios under ~10 % need both orders.
 const args = process.argv.slice(2);
@@ -12,7 +12,7 @@ const flag = (name, dflt) => {
 };
 const [pathA, pathB] = args.filter((a, i) => !a.startsWith('--') && !(i > 0 && args[i - 1].startsWith('--')));
 if (!pathA || !pathB) {
-  console.error('usage: node bench/kernels-ab.mjs <a.node> <b.node> [--m 512] [--n 4096] [--k 4096] [--precisions fast,int8]');
+  console.error('usage: node bench/kernels-ab.mjs <a.node> <b.node> [--m 512] [--n 4096] [--k 4096] [--precisions fast,int8] [--isa NAME]');
   process.exit(2);
 }
 const load = (p) => {
@@ -21,6 +21,7 @@ const load = (p) => {
   return m.exports;
 };
 const A = load(pathA), B = load(pathB);
+if (flag('isa')) for (const X of [A, B]) X.setIsa(flag('isa')); // compare one kernel variant (e.g. avx2 on an AVX-512 machine)
 const M = Number(flag('m', 512)), N = Number(flag('n', 4096)), K = Number(flag('k', 4096));
 const QAFFINE = 3, BF16 = 2;
 const weight = () => ({

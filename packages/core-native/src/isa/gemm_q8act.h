@@ -73,12 +73,7 @@ constexpr int64_t kQ8MB = 512;         // x rows per task: the tile repack is am
 // Quantizes rows [r0, r1) of x [M, K] per group of G: dx = max|x| / 127, xq = round(x / dx); xsum = the
 // exact f32 group sums. Returns false when a row holds a non-finite value (the exact path then
 // propagates it).
-// Layout of xq: **row panels** of P rows (P = the micro-kernel's x rows): panel p holds rows
-// [p P, p P + P) as [K / 4][P rows][planes][4 int8], so the 4-value groups one k-step of the
-// micro-kernel broadcasts (every row, both planes) are consecutive bytes and the whole panel is one
-// sequential stream (q8_panel_at). Why: with rows stored apart (K bytes, often a multiple of 4 KiB),
-// the micro-kernel read 2 P streams from L2 at once and ran ~1.5x slower (standalone copy of the
-// AVX-512 micro-kernel, 512 rows, x from L2: 240 vs 365 GFLOP/s per core).
+// Planes: xq[r * K + c] (int8), or hi at xq and lo at xq + M * K (two planes).
 // AVX-512 VNNI repacks 4-bit W by 16x16 transposes of 32-bit words (q8act_pack_tile): a word holds 8
 // codes, whose low nibbles (codes 0, 2, 4, 6) and high nibbles (1, 3, 5, 7) become consecutive k-steps.
 // x is then stored in the same order within each 8 elements, so each broadcast 4-byte x group meets its
@@ -93,15 +88,7 @@ constexpr bool kQ8EvenOdd = false;
 // 4-bit codes).
 static inline bool q8act_x_even_odd(const WeightRef& w) { return kQ8EvenOdd && w.bits == 4 && w.cols % 128 == 0; }
 
-// Bytes of one row panel (P rows, K values, `planes` int8 planes).
-static inline int64_t q8_panel_bytes(int64_t K, int P, int planes) { return K * P * planes; }
-
-// Where row r's 4 values of k-step k4 (values 4 k4 .. 4 k4 + 3), plane 0, go; plane 1 follows at +4.
-static inline int8_t* q8_panel_at(int8_t* xq, int64_t r, int64_t k4, int64_t K, int P, int planes) {
-  return xq + (r / P) * q8_panel_bytes(K, P, planes) + ((k4 * P + r % P) * planes) * 4;
-}
-
-static bool q8act_quantize(const float* x, int64_t r0, int64_t r1, int64_t K, int G, int planes, int P, int8_t* xq,
+static bool q8act_quantize(const float* x, int64_t r0, int64_t r1, int64_t M, int64_t K, int G, int planes, int8_t* xq,
                            float* dx, float* xsum, bool even_odd = false) {
   const float T = planes == 2 ? 32639.f : 127.f;  // the largest |t| both planes can hold
   typedef int8_t vs8 __attribute__((vector_size(VL)));
@@ -133,18 +120,14 @@ static bool q8act_quantize(const float* x, int64_t r0, int64_t r1, int64_t K, in
 #endif
           return q;
         };
-        const int64_t k4 = (g * G + c) / 4;  // VL values = VL / 4 k-steps, each to its panel slot
         if (planes == 1) {
           const vs8 q = order(__builtin_convertvector(t, vs8));
-          for (int j = 0; j < VL / 4; j++) std::memcpy(q8_panel_at(xq, r, k4 + j, K, P, 1), reinterpret_cast<const int8_t*>(&q) + 4 * j, 4);
+          std::memcpy(xq + r * K + g * G + c, &q, sizeof q);
         } else {
           const vi lo = ((t + 128) & 255) - 128, hi = (t - lo) >> 8;  // t = 256 * hi + lo, both in [-128, 127]
           const vs8 qh = order(__builtin_convertvector(hi, vs8)), ql = order(__builtin_convertvector(lo, vs8));
-          for (int j = 0; j < VL / 4; j++) {
-            int8_t* o = q8_panel_at(xq, r, k4 + j, K, P, 2);
-            std::memcpy(o, reinterpret_cast<const int8_t*>(&qh) + 4 * j, 4);
-            std::memcpy(o + 4, reinterpret_cast<const int8_t*>(&ql) + 4 * j, 4);
-          }
+          std::memcpy(xq + r * K + g * G + c, &qh, sizeof qh);
+          std::memcpy(xq + M * K + r * K + g * G + c, &ql, sizeof ql);
         }
       }
     }
@@ -279,9 +262,8 @@ constexpr int kQ8MR1Wide = 1, kQ8MR2Wide = 1;
 #endif
 constexpr int64_t kQ8WideM = 96;
 
-// acc[m] (kQ8TR output rows each) += the chunk's contribution for MR x rows. xp: the chunk's start in the
-// rows' panel (q8_panel_at), pstep bytes per k-step; row m's 4 int8 values of step k4 at
-// xp + k4 * pstep + m * PLANES * 4 (the hi plane when PLANES == 2, the lo plane 4 bytes further); dx[m], xs[m]: its
+// acc[m] (kQ8TR output rows each) += the chunk's contribution for MR x rows. xq[m]: the chunk's int8 x
+// of row m (the hi plane when PLANES == 2, the lo plane plane_off bytes further); dx[m], xs[m]: its
 // groups' scales and exact sums; ng groups of G in the chunk. Sub-tile v of the tile (rows v*VL..) is
 // at wt + v * wstride (codes) and sc / bi + v * sstride (scales). Each output's terms come in the same
 // order whatever NV and MR are (k ascending within a group in i32, groups ascending in f32), so a row's
@@ -298,7 +280,7 @@ constexpr int64_t kQ8WideM = 96;
 // and store per group) to leave the 16 ymm registers to the s16 and i32 sums.
 constexpr int kQ8S16Steps = 8;
 template <int MR, int PLANES, int NV>
-static inline void q8act_micro(const uint32_t* wt, int64_t wstride, const int8_t* xp, int64_t pstep, const float* const* dx,
+static inline void q8act_micro(const uint32_t* wt, int64_t wstride, const int8_t* const* xq, int64_t plane_off, const float* const* dx,
                                const float* const* xs, const float* sc, const float* bi, int64_t sstride, int64_t ng, int G, float* acc) {
   constexpr int TR = NV * VL;
   const __m256i ones = _mm256_set1_epi16(1), c256 = _mm256_set1_epi16(256);
@@ -316,7 +298,7 @@ static inline void q8act_micro(const uint32_t* wt, int64_t wstride, const int8_t
         for (int v = 0; v < NV; v++) wv[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + v * wstride + k4 * VL));
         for (int m = 0; m < MR; m++) {
           int32_t x4;
-          std::memcpy(&x4, xp + (g * (G / 4) + k4) * pstep + m * PLANES * 4, 4);
+          std::memcpy(&x4, xq[m] + g * G + 4 * k4, 4);
           const __m256i xh = _mm256_set1_epi32(x4);
           for (int v = 0; v < NV; v++) {
             h[m][v] = _mm256_add_epi16(h[m][v], _mm256_maddubs_epi16(wv[v], xh));
@@ -325,7 +307,7 @@ static inline void q8act_micro(const uint32_t* wt, int64_t wstride, const int8_t
             __asm__("" : "+x"(h[m][v]));
           }
           if (PLANES == 2) {
-            std::memcpy(&x4, xp + (g * (G / 4) + k4) * pstep + m * PLANES * 4 + 4, 4);
+            std::memcpy(&x4, xq[m] + plane_off + g * G + 4 * k4, 4);
             const __m256i xl = _mm256_set1_epi32(x4);
             for (int v = 0; v < NV; v++) {
               l[m][v] = _mm256_add_epi16(l[m][v], _mm256_maddubs_epi16(wv[v], xl));
@@ -351,7 +333,7 @@ static inline void q8act_micro(const uint32_t* wt, int64_t wstride, const int8_t
 }
 #else
 template <int MR, int PLANES, int NV>
-static inline void q8act_micro(const uint32_t* wt, int64_t wstride, const int8_t* xp, int64_t pstep, const float* const* dx,
+static inline void q8act_micro(const uint32_t* wt, int64_t wstride, const int8_t* const* xq, int64_t plane_off, const float* const* dx,
                                const float* const* xs, const float* sc, const float* bi, int64_t sstride, int64_t ng, int G, float* acc) {
   constexpr int TR = NV * VL;
   vf a[MR][NV];
@@ -367,10 +349,10 @@ static inline void q8act_micro(const uint32_t* wt, int64_t wstride, const int8_t
       for (int v = 0; v < NV; v++) wv[v] = q8_load(wg + v * wstride + k4 * VL);
       for (int m = 0; m < MR; m++) {
         int32_t x4;
-        std::memcpy(&x4, xp + (g * (G / 4) + k4) * pstep + m * PLANES * 4, 4);
+        std::memcpy(&x4, xq[m] + g * G + 4 * k4, 4);
         for (int v = 0; v < NV; v++) ia[m][v] = q8_dot(ia[m][v], wv[v], x4);
         if (PLANES == 2) {
-          std::memcpy(&x4, xp + (g * (G / 4) + k4) * pstep + m * PLANES * 4 + 4, 4);
+          std::memcpy(&x4, xq[m] + plane_off + g * G + 4 * k4, 4);
           for (int v = 0; v < NV; v++) il[m][v] = q8_dot(il[m][v], wv[v], x4);
         }
       }
@@ -390,15 +372,15 @@ static inline void q8act_micro(const uint32_t* wt, int64_t wstride, const int8_t
 #endif
 
 template <int MR, int PLANES, int NV>
-static inline void q8act_rows(int mr, const uint32_t* wt, int64_t wstride, const int8_t* xp, int64_t pstep, const float* const* dx,
+static inline void q8act_rows(int mr, const uint32_t* wt, int64_t wstride, const int8_t* const* xq, int64_t plane_off, const float* const* dx,
                               const float* const* xs, const float* sc, const float* bi, int64_t sstride, int64_t ng, int G, float* acc) {
   if constexpr (MR > 1) {
     if (mr < MR) {
-      q8act_rows<MR - 1, PLANES, NV>(mr, wt, wstride, xp, pstep, dx, xs, sc, bi, sstride, ng, G, acc);
+      q8act_rows<MR - 1, PLANES, NV>(mr, wt, wstride, xq, plane_off, dx, xs, sc, bi, sstride, ng, G, acc);
       return;
     }
   }
-  q8act_micro<MR, PLANES, NV>(wt, wstride, xp, pstep, dx, xs, sc, bi, sstride, ng, G, acc);
+  q8act_micro<MR, PLANES, NV>(wt, wstride, xq, plane_off, dx, xs, sc, bi, sstride, ng, G, acc);
 }
 
 struct Q8ActScratch {
@@ -439,24 +421,21 @@ static bool matmul_q8act(const float* x, int64_t M, const WeightRef& w, const fl
   const int G = w.group;
   if (G != 32 && G != 64 && G != 128) return false;
   const int64_t K = w.cols, N = w.rows, gpr = K / G;
+  static thread_local Q8ActScratch s_x;  // the calling thread's; workers only read it
+  int8_t* xq = s_x.xq.get<int8_t>(size_t(planes * M * K));
+  float* dx = s_x.dx.get<float>(size_t(M * gpr));
+  float* xsum = s_x.xsum.get<float>(size_t(M * gpr));
+  std::atomic<bool> finite{true};
+  parallel_for(M, 8, [&](int64_t r0, int64_t r1) {
+    if (!q8act_quantize(x, r0, r1, M, K, G, planes, xq, dx, xsum, q8act_x_even_odd(w))) finite = false;
+  });
+  if (!finite) return false;
+  const int64_t mbk = (M + kQ8MB - 1) / kQ8MB;
+  constexpr int64_t wstride = kQ8KC / 4 * VL, sstride = kQ8KC / 32 * VL;  // per VL-row sub-tile
   auto run = [&](auto nvc) {
     constexpr int NV = decltype(nvc)::value, TR = NV * VL;
-    // x rows per micro-kernel: two i32 accumulator sets per row with two planes, so fewer rows. They are
-    // also the rows of one x panel (q8act_quantize), and each task's block of rows is whole panels.
+    // x rows per micro-kernel: two i32 accumulator sets per row with two planes, so fewer rows.
     constexpr int MR1 = NV == 2 ? kQ8MR1Wide : kQ8MR, MR2 = NV == 2 ? kQ8MR2Wide : kQ8MR / 2;
-    const int P = planes == 2 ? MR2 : MR1;
-    const int64_t panels = (M + P - 1) / P, pstep = int64_t(P) * planes * 4, MB = kQ8MB / P * P;
-    static thread_local Q8ActScratch s_x;  // the calling thread's; workers only read it
-    int8_t* xq = s_x.xq.get<int8_t>(size_t(panels * q8_panel_bytes(K, P, planes)));
-    float* dx = s_x.dx.get<float>(size_t(M * gpr));
-    float* xsum = s_x.xsum.get<float>(size_t(M * gpr));
-    std::atomic<bool> finite{true};
-    parallel_for(M, 8, [&](int64_t r0, int64_t r1) {
-      if (!q8act_quantize(x, r0, r1, K, G, planes, P, xq, dx, xsum, q8act_x_even_odd(w))) finite = false;
-    });
-    if (!finite) return false;
-    const int64_t mbk = (M + MB - 1) / MB;
-    constexpr int64_t wstride = kQ8KC / 4 * VL, sstride = kQ8KC / 32 * VL;  // per VL-row sub-tile
     const int64_t tiles = (N + TR - 1) / TR;
     parallel_for(tiles * mbk, 1, [&](int64_t t0, int64_t t1) {
       static thread_local Q8ActScratch s;
@@ -465,35 +444,37 @@ static bool matmul_q8act(const float* x, int64_t M, const WeightRef& w, const fl
       float* bi = s.bi.get<float>(size_t(sstride * NV));
       float* acc = s.acc.get<float>(size_t(kQ8MB * TR));
       for (int64_t t = t0; t < t1; t++) {
-        const int64_t n0 = (t / mbk) * TR, m0 = (t % mbk) * MB, m1 = std::min<int64_t>(M, m0 + MB);
+        const int64_t n0 = (t / mbk) * TR, m0 = (t % mbk) * kQ8MB, m1 = std::min<int64_t>(M, m0 + kQ8MB);
         const int nr = int(std::min<int64_t>(TR, N - n0));
         for (int64_t i = 0; i < (m1 - m0) * TR; i++) acc[i] = 0.f;
         for (int64_t k0 = 0; k0 < K; k0 += kQ8KC) {
           const int64_t kc = std::min<int64_t>(kQ8KC, K - k0), ng = kc / G;
           for (int v = 0; v < NV; v++)
             q8act_pack_tile(w, n0 + v * VL, std::max(0, std::min(VL, nr - v * VL)), k0, kc, wt + v * wstride, sc + v * sstride, bi + v * sstride);
-          for (int64_t m = m0; m < m1; m += P) {  // m is a panel's first row (m0 is a multiple of P)
-            const int mr = int(std::min<int64_t>(P, m1 - m));
+          const int mstep = planes == 2 ? MR2 : MR1;
+          for (int64_t m = m0; m < m1; m += mstep) {
+            const int mr = int(std::min<int64_t>(mstep, m1 - m));
             constexpr int MRX = MR1 > MR2 ? MR1 : MR2;
+            const int8_t* xr[MRX];
             const float* dr[MRX];
             const float* sr[MRX];
             for (int i = 0; i < mr; i++) {
+              xr[i] = xq + (m + i) * K + k0;
               dr[i] = dx + (m + i) * gpr + k0 / G;
               sr[i] = xsum + (m + i) * gpr + k0 / G;
             }
-            const int8_t* xp = xq + (m / P) * q8_panel_bytes(K, P, planes) + (k0 / 4) * pstep;
-            if (planes == 2) q8act_rows<MR2, 2, NV>(mr, wt, wstride, xp, pstep, dr, sr, sc, bi, sstride, ng, G, acc + (m - m0) * TR);
-            else q8act_rows<MR1, 1, NV>(mr, wt, wstride, xp, pstep, dr, sr, sc, bi, sstride, ng, G, acc + (m - m0) * TR);
+            if (planes == 2) q8act_rows<MR2, 2, NV>(mr, wt, wstride, xr, M * K, dr, sr, sc, bi, sstride, ng, G, acc + (m - m0) * TR);
+            else q8act_rows<MR1, 1, NV>(mr, wt, wstride, xr, 0, dr, sr, sc, bi, sstride, ng, G, acc + (m - m0) * TR);
           }
         }
         for (int64_t m = m0; m < m1; m++)
           for (int r = 0; r < nr; r++) y[m * N + n0 + r] = acc[(m - m0) * TR + r] + (bias ? bias[n0 + r] : 0.f);
       }
     });
-    return true;
   };
-  if (kQ8MaxNV == 2 && M > kQ8WideM) return run(std::integral_constant<int, kQ8MaxNV>());
-  return run(std::integral_constant<int, 1>());
+  if (kQ8MaxNV == 2 && M > kQ8WideM) run(std::integral_constant<int, kQ8MaxNV>());
+  else run(std::integral_constant<int, 1>());
+  return true;
 }
 
 #else
