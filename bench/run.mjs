@@ -16,6 +16,7 @@ export const BENCHES = {
   decode: { script: 'bench/decode.mjs', about: 'end-to-end decode at real shapes (random q4) vs the read-bandwidth ceiling' },
   structured: { script: 'packages/engine/bench/structured.mjs', about: 'structured output: schema compile time and per-token mask cost vs the decode step (@mlxcel/engine)' },
   vision: { script: 'packages/vision/bench/vision.mjs', about: 'vision towers per image at real shapes (random bf16) vs the GEMM rate, TTFT with an image (@mlxcel/vision)' },
+  memory: { script: 'bench/fresh-memory.mjs', about: 'writing into fresh vs reused memory (why activations come from layer arenas, @mlxcel/tensor)' },
   accuracy: { script: 'bench/accuracy.mjs', about: 'what --matmul fast (int8 activations) costs in accuracy: every fixture, and random real-shape models' },
   peers: { script: 'bench/peers.mjs', about: 'mlxcel vs llama.cpp (node-llama-cpp, installed on demand) on the same random weights, same run, with ratios' },
   server: { script: 'packages/server/bench/server.mjs', about: '/health latency idle / during 8 streams / during a 4000-token prefill; 8 streams via HTTP vs the scheduler directly (@mlxcel/server)' },

@@ -10,7 +10,7 @@
  */
 import * as native from '@mlxcel/core-native';
 import type { KvImage, KvSegmentDesc, KvStoreDesc } from '@mlxcel/core-native';
-import { MlxcelError } from '@mlxcel/tensor';
+import { freshBuffer, MlxcelError } from '@mlxcel/tensor'; // freshBuffer: huge-page memory from 2 MiB on (no page fault per 4 KiB as a cache grows)
 import type { StoreFormat } from './storage.js';
 
 export const TILE = 16;
@@ -48,11 +48,11 @@ export class KvBufferRecycler {
 
   /** A zeroed Uint8Array of n bytes. */
   u8(n: number): Uint8Array<ArrayBuffer> {
-    return (this.take('u8', n) as Uint8Array<ArrayBuffer> | undefined) ?? new Uint8Array(fresh(n));
+    return (this.take('u8', n) as Uint8Array<ArrayBuffer> | undefined) ?? new Uint8Array(freshBuffer(n));
   }
   /** A zeroed Float32Array of n floats. */
   f32(n: number): Float32Array<ArrayBuffer> {
-    return (this.take('f32', n) as Float32Array<ArrayBuffer> | undefined) ?? new Float32Array(fresh(n * 4));
+    return (this.take('f32', n) as Float32Array<ArrayBuffer> | undefined) ?? new Float32Array(freshBuffer(n * 4));
   }
 
   /** Hands a buffer back; the caller must not use it (or any view of it) again. */
@@ -76,16 +76,6 @@ export class KvBufferRecycler {
   }
 }
 
-/**
- * A zeroed buffer of `bytes`. From 2 MiB on it comes from core-native's `alloc`: mapped from the OS,
- * untouched until written and backed by transparent huge pages where Linux offers them, so a growing
- * cache does not pay a page fault per 4 KiB (3.7 ms per MiB measured on the development VM, 0.08 with
- * huge pages). Smaller buffers are ordinary ones.
- */
-function fresh(bytes: number): ArrayBuffer {
-  return bytes >= LARGE_BUFFER ? native.alloc(bytes) : new ArrayBuffer(bytes);
-}
-const LARGE_BUFFER = 2 << 20;
 
 /** The process's recycler for KV store buffers (the BatchScheduler raises its limit to half its KV budget). */
 export const kvBuffers = new KvBufferRecycler(256 * 1024 * 1024);

@@ -2,12 +2,12 @@
  * Where activation arrays come from.
  *
  * Why not a fresh `Float32Array` each time: a few MiB of fresh memory is fresh pages, which the OS maps
- * and zeroes one 4 KiB page at a time on the first write to them — measured 3.0 ms per MiB on the
- * development VM (a [512, 2048] f32 residual add: 5.4 ms into a fresh array against 0.10 ms into a
- * reused one), and a prefill chunk makes tens of such arrays per layer. So:
+ * and zeroes one 4 KiB page at a time on the first write to them — `node bench/fresh-memory.mjs` on the
+ * development VM: 2.7-3.1 ms per MiB, a [512, 2048] f32 add 6.7-7.6 ms into a fresh array against
+ * 0.16-0.22 ms into a reused one — and a prefill chunk makes tens of such arrays per layer. So:
  *
  * - From 2 MiB on, `floats` takes core-native's `alloc` (mapped from the OS, 2 MiB aligned, advised for
- *   transparent huge pages: 0.06-0.9 ms per MiB to back) instead of the heap.
+ *   transparent huge pages; fresh, it still cost 1.8-2.1 ms per MiB in the same runs) instead of the heap.
  * - Inside the layer loop (`withLayerArenas`, models-core runLayers) those arrays come from two
  *   **layer arenas** instead, memory that stays mapped and is handed out again: layer l's arrays are
  *   taken from arena l % 2, which is reset when layer l + 2 starts. So an array a layer makes stays
@@ -31,6 +31,14 @@ const ARENA_CHUNK_BYTES = 32 << 20;
  * it are collected.
  */
 export const ARENA_KEEP_BYTES = 256 << 20;
+
+/**
+ * A zeroed buffer of `bytes`: from LARGE_ARRAY_BYTES on core-native `alloc` memory (mapped from the OS,
+ * untouched until written, huge pages where Linux offers them), below it an ordinary ArrayBuffer.
+ */
+export function freshBuffer(bytes: number): ArrayBuffer {
+  return bytes >= LARGE_ARRAY_BYTES ? native.alloc(bytes) : new ArrayBuffer(bytes);
+}
 
 class Arena {
   private readonly chunks: ArrayBuffer[] = [];
@@ -57,7 +65,7 @@ class Arena {
       this.chunk++;
       this.offset = 0;
     }
-    const c = native.alloc(Math.max(bytes, ARENA_CHUNK_BYTES));
+    const c = freshBuffer(Math.max(bytes, ARENA_CHUNK_BYTES));
     this.chunks.push(c);
     this.chunk = this.chunks.length - 1;
     this.offset = bytes;
@@ -125,7 +133,7 @@ function large(n: number): Float32Array | null {
   if (poison && scope && scope.current >= 0) return scope.pair[scope.current].take(n);
   if (n * 4 < LARGE_ARRAY_BYTES) return null;
   if (scope && scope.current >= 0) return scope.pair[scope.current].take(n);
-  return new Float32Array(native.alloc(n * 4));
+  return new Float32Array(freshBuffer(n * 4));
 }
 
 /** A zeroed f32 array of n values. */
@@ -145,5 +153,5 @@ export function outputFloats(n: number): Float32Array {
 
 /** A zeroed f32 array of n values that may outlive the layer loop (never from a layer arena). */
 export function persistentFloats(n: number): Float32Array {
-  return n * 4 >= LARGE_ARRAY_BYTES ? new Float32Array(native.alloc(n * 4)) : new Float32Array(n);
+  return new Float32Array(freshBuffer(n * 4));
 }
