@@ -2,7 +2,11 @@
 // Two builds of the core-native addon, side by side in one process: the same q4 matmul (random codes,
 // bf16 scales, group 64) through each, calls alternating, median of 7, and the largest difference of
 // their outputs. For kernel work: copy build/Release/mlxcel_core.node aside, rebuild, compare.
-//   node bench/kernels-ab.mjs <a.node> <b.node> [--m 512] [--n 4096] [--k 4096] [--precisions fast,int8] [--isa avx2]
+//   node bench/kernels-ab.mjs <a.node> <b.node> [--m 512] [--n 4096] [--k 4096] [--precisions fast,int8] [--isa avx2] [--dram]
+// --dram (for decode GEMVs, M = 1): both builds cycle over the same weight copies, >= 512 MiB of them in
+// one huge-page block, so every call reads its weight from DRAM as in a model's decode step; each
+// repetition is one pass over all copies, the ratio the median of the paired per-repetition ratios
+// (the two builds take turns going first) and the GB/s count codes, scales and biases.
 // The first build loaded tends to run a little faster (compare a build with itself to see the bias on
 // this machine: 0.88-0.92 at M = 64 on the development VM), so ratios under ~10 % need both orders.
 const args = process.argv.slice(2);
@@ -24,19 +28,51 @@ const A = load(pathA), B = load(pathB);
 if (flag('isa')) for (const X of [A, B]) X.setIsa(flag('isa')); // compare one kernel variant (e.g. avx2 on an AVX-512 machine)
 const M = Number(flag('m', 512)), N = Number(flag('n', 4096)), K = Number(flag('k', 4096));
 const QAFFINE = 3, BF16 = 2;
-const weight = () => ({
+const dram = args.includes('--dram');
+const codeBytes = (N * K) / 2;
+const copies = dram ? Math.max(2, Math.ceil((512 << 20) / codeBytes)) : 1;
+const block = dram ? new Uint8Array(A.alloc(copies * codeBytes)) : null; // huge pages, as model weights
+const weight = (i = 0) => ({
   dtype: QAFFINE, rows: N, cols: K, bits: 4, groupSize: 64, scaleDtype: BF16,
-  data: new Uint8Array((N * K) / 2).map((_, i) => (i * 2654435761) >>> 24),
+  data: (block ? block.subarray(i * codeBytes, (i + 1) * codeBytes) : new Uint8Array(codeBytes)).map((_, j) => (j * 2654435761) >>> 24),
   scales: new Uint8Array(new Uint16Array((N * K) / 64).fill(0x3c23).buffer),
   biases: new Uint8Array(new Uint16Array((N * K) / 64).fill(0xbc23).buffer),
 });
-const wA = weight(), wB = weight();
+const wA = weight(), wB = dram ? wA : weight();
+const ws = dram ? [wA, ...Array.from({ length: copies - 1 }, (_, i) => weight(i + 1))] : null;
 const x = new Float32Array(M * K).map((_, i) => Math.sin(i * 0.37));
 const yA = new Float32Array(M * N), yB = new Float32Array(M * N);
 const median = (a) => [...a].sort((u, v) => u - v)[a.length >> 1];
 for (const p of flag('precisions', 'fast,int8').split(',')) {
   A.setMatmulPrecision(p);
   B.setMatmulPrecision(p);
+  if (dram) {
+    const ra = [], rb = [], ratio = [];
+    const pass = (X, y) => {
+      const t = performance.now();
+      for (const w of ws) X.matmul(x, M, w, null, y);
+      return performance.now() - t;
+    };
+    for (let r = 0; r < 9; r++) {
+      let a, b;
+      if (r & 1) {
+        b = pass(B, yB);
+        a = pass(A, yA);
+      } else {
+        a = pass(A, yA);
+        b = pass(B, yB);
+      }
+      ra.push(a);
+      rb.push(b);
+      ratio.push(a / b);
+    }
+    const bytes = copies * (codeBytes + ((N * K) / 64) * 4);
+    let maxd = 0;
+    for (let i = 0; i < yA.length; i++) maxd = Math.max(maxd, Math.abs(yA[i] - yB[i]));
+    const gbs = (ms) => (bytes / ms / 1e6).toFixed(1);
+    console.log(`${p} M=${M} ${N}x${K} from DRAM (${copies} copies): a ${gbs(median(ra))} GB/s, b ${gbs(median(rb))} GB/s, b/a ${median(ratio).toFixed(3)}x (paired), max |dy| ${maxd}`);
+    continue;
+  }
   const ta = [], tb = [];
   for (let r = 0; r < 7; r++) {
     let t = performance.now();
