@@ -7,6 +7,7 @@
 //   3. a q4 GEMM [512, 3072] x [16384, 3072]^T (--matmul fast) into a reused and a fresh output.
 // Median of 7 per case, cases alternating.   node bench/fresh-memory.mjs
 import * as native from '../packages/core-native/lib/index.js';
+import { q4Weight } from './q4-weight.mjs';
 
 const median = (a) => [...a].sort((u, v) => u - v)[a.length >> 1];
 function time(cases, reps = 7) {
@@ -41,12 +42,7 @@ const t2 = time({
 console.log(`[${M}, ${H}] add: into a reused output ${t2.reused.toFixed(2)} ms, fresh ${t2.fresh.toFixed(2)} ms, fresh alloc ${t2.freshAlloc.toFixed(2)} ms`);
 
 const N = 16384, K = 3072;
-const w = {
-  dtype: 3, rows: N, cols: K, bits: 4, groupSize: 64, scaleDtype: 2,
-  data: new Uint8Array((N * K) / 2).map((_, i) => (i * 2654435761) >>> 24),
-  scales: new Uint8Array(new Uint16Array((N * K) / 64).fill(0x3c23).buffer),
-  biases: new Uint8Array(new Uint16Array((N * K) / 64).fill(0xbc23).buffer),
-};
+const w = q4Weight(N, K);
 const gx = new Float32Array(M * K).map((_, i) => Math.sin(i * 0.37)), gy = new Float32Array(M * N);
 native.setMatmulPrecision('fast');
 const t3 = time({ reused: () => native.matmul(gx, M, w, null, gy), fresh: () => native.matmul(gx, M, w, null, new Float32Array(M * N)) }, 5);

@@ -9,6 +9,8 @@
 // (the two builds take turns going first) and the GB/s count codes, scales and biases.
 // The first build loaded tends to run a little faster (compare a build with itself to see the bias on
 // this machine: 0.88-0.92 at M = 64 on the development VM), so ratios under ~10 % need both orders.
+import { q4Weight } from './q4-weight.mjs';
+
 const args = process.argv.slice(2);
 const flag = (name, dflt) => {
   const i = args.indexOf(`--${name}`);
@@ -16,7 +18,7 @@ const flag = (name, dflt) => {
 };
 const [pathA, pathB] = args.filter((a, i) => !a.startsWith('--') && !(i > 0 && args[i - 1].startsWith('--')));
 if (!pathA || !pathB) {
-  console.error('usage: node bench/kernels-ab.mjs <a.node> <b.node> [--m 512] [--n 4096] [--k 4096] [--precisions fast,int8] [--isa NAME]');
+  console.error('usage: node bench/kernels-ab.mjs <a.node> <b.node> [--m 512] [--n 4096] [--k 4096] [--precisions fast,int8] [--isa NAME] [--dram]');
   process.exit(2);
 }
 const load = (p) => {
@@ -27,17 +29,11 @@ const load = (p) => {
 const A = load(pathA), B = load(pathB);
 if (flag('isa')) for (const X of [A, B]) X.setIsa(flag('isa')); // compare one kernel variant (e.g. avx2 on an AVX-512 machine)
 const M = Number(flag('m', 512)), N = Number(flag('n', 4096)), K = Number(flag('k', 4096));
-const QAFFINE = 3, BF16 = 2;
 const dram = args.includes('--dram');
 const codeBytes = (N * K) / 2;
 const copies = dram ? Math.max(2, Math.ceil((512 << 20) / codeBytes)) : 1;
 const block = dram ? new Uint8Array(A.alloc(copies * codeBytes)) : null; // huge pages, as model weights
-const weight = (i = 0) => ({
-  dtype: QAFFINE, rows: N, cols: K, bits: 4, groupSize: 64, scaleDtype: BF16,
-  data: (block ? block.subarray(i * codeBytes, (i + 1) * codeBytes) : new Uint8Array(codeBytes)).map((_, j) => (j * 2654435761) >>> 24),
-  scales: new Uint8Array(new Uint16Array((N * K) / 64).fill(0x3c23).buffer),
-  biases: new Uint8Array(new Uint16Array((N * K) / 64).fill(0xbc23).buffer),
-});
+const weight = (i = 0) => q4Weight(N, K, block ? block.subarray(i * codeBytes, (i + 1) * codeBytes) : undefined);
 const wA = weight(), wB = dram ? wA : weight();
 const ws = dram ? [wA, ...Array.from({ length: copies - 1 }, (_, i) => weight(i + 1))] : null;
 const x = new Float32Array(M * K).map((_, i) => Math.sin(i * 0.37));
