@@ -2,7 +2,7 @@
 // Two builds of the core-native addon, side by side in one process: the same q4 matmul (random codes,
 // bf16 scales, group 64) through each, calls alternating, median of 7, and the largest difference of
 // their outputs. For kernel work: copy build/Release/mlxcel_core.node aside, rebuild, compare.
-//   node bench/kernels-ab.mjs <a.node> <b.node> [--m 512] [--n 4096] [--k 4096] [--precisions fast,int8] [--isa avx2] [--dram]
+//   node bench/kernels-ab.mjs <a.node> <b.node> [--m 512] [--n 4096] [--k 4096] [--precisions fast,int8] [--isa avx2] [--threads N] [--calls N] [--dram]
 // --dram (for decode GEMVs, M = 1): both builds cycle over the same weight copies, >= 512 MiB of them in
 // one huge-page block, so every call reads its weight from DRAM as in a model's decode step; each
 // repetition is one pass over all copies, the ratio the median of the paired per-repetition ratios
@@ -18,7 +18,7 @@ const flag = (name, dflt) => {
 };
 const [pathA, pathB] = args.filter((a, i) => !a.startsWith('--') && !(i > 0 && args[i - 1].startsWith('--')));
 if (!pathA || !pathB) {
-  console.error('usage: node bench/kernels-ab.mjs <a.node> <b.node> [--m 512] [--n 4096] [--k 4096] [--precisions fast,int8] [--isa NAME] [--dram]');
+  console.error('usage: node bench/kernels-ab.mjs <a.node> <b.node> [--m 512] [--n 4096] [--k 4096] [--precisions fast,int8] [--isa NAME] [--threads N] [--calls N] [--dram]');
   process.exit(2);
 }
 const load = (p) => {
@@ -27,6 +27,7 @@ const load = (p) => {
   return m.exports;
 };
 const A = load(pathA), B = load(pathB);
+if (flag('threads')) for (const X of [A, B]) X.setThreads(Number(flag('threads'))); // e.g. one core's rate
 if (flag('isa')) for (const X of [A, B]) X.setIsa(flag('isa')); // compare one kernel variant (e.g. avx2 on an AVX-512 machine)
 const M = Number(flag('m', 512)), N = Number(flag('n', 4096)), K = Number(flag('k', 4096));
 const dram = args.includes('--dram');
@@ -70,16 +71,20 @@ for (const p of flag('precisions', 'fast,int8').split(',')) {
     continue;
   }
   const ta = [], tb = [];
+  const calls = Number(flag('calls', 1)); // back-to-back calls per timing: a warm small GEMV takes microseconds
+  const timed = (X, w, y) => {
+    const t = performance.now();
+    for (let c = 0; c < calls; c++) X.matmul(x, M, w, null, y);
+    return (performance.now() - t) / calls;
+  };
   for (let r = 0; r < 7; r++) {
-    let t = performance.now();
-    A.matmul(x, M, wA, null, yA);
-    ta.push(performance.now() - t);
-    t = performance.now();
-    B.matmul(x, M, wB, null, yB);
-    tb.push(performance.now() - t);
+    ta.push(timed(A, wA, yA));
+    tb.push(timed(B, wB, yB));
   }
   let maxd = 0;
   for (let i = 0; i < yA.length; i++) maxd = Math.max(maxd, Math.abs(yA[i] - yB[i]));
   const gflops = (ms) => ((2 * M * N * K) / ms / 1e6).toFixed(0);
-  console.log(`${p} M=${M} ${N}x${K}: a ${gflops(median(ta))} GFLOP/s, b ${gflops(median(tb))} GFLOP/s, b/a ${(median(ta) / median(tb)).toFixed(2)}x, max |dy| ${maxd}`);
+  // Weight bytes per second too: at M = 1 with a weight that fits L2 that is the GEMV's own rate.
+  const gbs = (ms) => ((codeBytes + ((N * K) / 64) * 4) / ms / 1e6).toFixed(1);
+  console.log(`${p} M=${M} ${N}x${K}: a ${gflops(median(ta))} GFLOP/s (${gbs(median(ta))} GB/s of weight), b ${gflops(median(tb))} GFLOP/s (${gbs(median(tb))} GB/s), b/a ${(median(ta) / median(tb)).toFixed(2)}x, max |dy| ${maxd}`);
 }
