@@ -2,7 +2,7 @@
 // Two builds of the core-native addon, side by side in one process: the same q4 matmul (random codes,
 // bf16 scales, group 64) through each, calls alternating, median of 7, and the largest difference of
 // their outputs. For kernel work: copy build/Release/mlxcel_core.node aside, rebuild, compare.
-//   node bench/kernels-ab.mjs <a.node> <b.node> [--m 512] [--n 4096] [--k 4096] [--precisions fast,int8] [--isa avx2] [--threads N] [--calls N] [--dram]
+//   node bench/kernels-ab.mjs <a.node> <b.node> [--m 512] [--n 4096] [--k 4096] [--precisions fast,int8] [--isa avx2 | --isa a,b] [--threads N] [--calls N] [--dram]
 // --dram (for decode GEMVs, M = 1): both builds cycle over the same weight copies, >= 512 MiB of them in
 // one huge-page block, so every call reads its weight from DRAM as in a model's decode step; each
 // repetition is one pass over all copies, the ratio the median of the paired per-repetition ratios
@@ -28,7 +28,13 @@ const load = (p) => {
 };
 const A = load(pathA), B = load(pathB);
 if (flag('threads')) for (const X of [A, B]) X.setThreads(Number(flag('threads'))); // e.g. one core's rate
-if (flag('isa')) for (const X of [A, B]) X.setIsa(flag('isa')); // compare one kernel variant (e.g. avx2 on an AVX-512 machine)
+// --isa NAME: one kernel variant in both builds (e.g. avx2 on an AVX-512 machine); --isa A,B: variant A in
+// the first build and B in the second (two variants of one build: pass the same .node file twice).
+if (flag('isa')) {
+  const [ia, ib = ia] = flag('isa').split(',');
+  A.setIsa(ia);
+  B.setIsa(ib);
+}
 const M = Number(flag('m', 512)), N = Number(flag('n', 4096)), K = Number(flag('k', 4096));
 const dram = args.includes('--dram');
 const codeBytes = (N * K) / 2;

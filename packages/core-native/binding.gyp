@@ -47,7 +47,7 @@
       "dependencies": ["kernels_scalar"],
       "conditions": [
         ["target_arch=='x64'", {
-          "dependencies": ["kernels_avx2", "kernels_avx2vnni", "kernels_avx512", "kernels_avx512vnni"],
+          "dependencies": ["kernels_avx2", "kernels_avx2vnni", "kernels_avx512", "kernels_avx512vnni", "kernels_avx512amx"],
           "defines": ["MLX_HAVE_X86_VARIANTS=1"]
         }],
         ["target_arch=='arm64'", {
@@ -91,6 +91,14 @@
           "cflags_cc": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni", "-mavx2", "-mfma", "-mf16c", "-mprefer-vector-width=512"],
           "msvs_settings": { "VCCLCompilerTool": { "AdditionalOptions": ["/std:c++17", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni", "-mavx2", "-mfma", "-mf16c"] } },
           "xcode_settings": { "OTHER_CPLUSPLUSFLAGS": ["-O3", "-ffp-contract=fast", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni", "-mavx2", "-mfma", "-mf16c"] }
+        },
+        {
+          "target_name": "kernels_avx512amx",
+          "type": "static_library",
+          "sources": ["src/isa/isa_avx512amx.cc"],
+          "cflags_cc": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni", "-mamx-tile", "-mamx-int8", "-mavx2", "-mfma", "-mf16c", "-mprefer-vector-width=512"],
+          "msvs_settings": { "VCCLCompilerTool": { "AdditionalOptions": ["/std:c++17", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni", "-mamx-tile", "-mamx-int8", "-mavx2", "-mfma", "-mf16c"] } },
+          "xcode_settings": { "OTHER_CPLUSPLUSFLAGS": ["-O3", "-ffp-contract=fast", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni", "-mamx-tile", "-mamx-int8", "-mavx2", "-mfma", "-mf16c"] }
         }
       ]
     }],

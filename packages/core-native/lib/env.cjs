@@ -4,7 +4,7 @@
 // 3.5 used to become the core count, 1, or 3) or a stack trace from inside the addon's init.
 
 /** Kernel variants any build can contain (which of them this CPU/build has is only known natively). */
-const ISA_NAMES = Object.freeze(['scalar', 'avx2', 'avx2vnni', 'avx512', 'avx512vnni', 'neon', 'neon_dotprod']);
+const ISA_NAMES = Object.freeze(['scalar', 'avx2', 'avx2vnni', 'avx512', 'avx512vnni', 'avx512amx', 'neon', 'neon_dotprod']);
 const MAX_THREADS = 1024;
 
 function envError(message) {

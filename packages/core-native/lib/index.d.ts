@@ -30,7 +30,7 @@ export interface CpuInfo {
   variants: string[];
   threads: number;
   physicalCores: number;
-  features: { avx2: boolean; fma: boolean; f16c: boolean; avx512: boolean; avx512vnni: boolean; avxvnni: boolean; neon: boolean; neonDotprod: boolean };
+  features: { avx2: boolean; fma: boolean; f16c: boolean; avx512: boolean; avx512vnni: boolean; avxvnni: boolean; /** AMX-INT8 usable (CPU, OS and, on Linux, this process's grant). */ amxInt8: boolean; neon: boolean; neonDotprod: boolean };
 }
 
 export interface AttentionOptions {
@@ -46,7 +46,7 @@ export interface AttentionOptions {
 }
 
 export declare function cpuInfo(): CpuInfo;
-/** Forces a kernel variant ('scalar' | 'avx2' | 'avx2vnni' | 'avx512' | 'avx512vnni' | 'neon' | 'neon_dotprod'); throws if unavailable. */
+/** Forces a kernel variant ('scalar' | 'avx2' | 'avx2vnni' | 'avx512' | 'avx512vnni' | 'avx512amx' | 'neon' | 'neon_dotprod'); throws if unavailable. */
 export declare function setIsa(name: string): string;
 export declare function setThreads(n: number): number;
 /**

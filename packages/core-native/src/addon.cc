@@ -20,6 +20,7 @@ Napi::Value CpuInfo(const Napi::CallbackInfo& info) {
   feats.Set("avx512", f.avx512);
   feats.Set("avx512vnni", f.avx512_vnni);
   feats.Set("avxvnni", f.avx_vnni);
+  feats.Set("amxInt8", f.amx_int8);
   feats.Set("neon", f.neon);
   feats.Set("neonDotprod", f.neon_dotprod);
   o.Set("features", feats);
@@ -41,7 +42,7 @@ Napi::Value CpuInfo(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value SetIsa(const Napi::CallbackInfo& info) {
-  if (!info[0].IsString()) throw_type(info.Env(), "setIsa: name must be a string (scalar | avx2 | avx2vnni | avx512 | avx512vnni | neon | neon_dotprod)");
+  if (!info[0].IsString()) throw_type(info.Env(), "setIsa: name must be a string (scalar | avx2 | avx2vnni | avx512 | avx512vnni | avx512amx | neon | neon_dotprod)");
   try {
     select_variant(info[0].As<Napi::String>().Utf8Value());
   } catch (const std::exception& e) {

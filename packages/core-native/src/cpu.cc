@@ -12,6 +12,13 @@
 #elif defined(_M_ARM64) || (defined(__aarch64__) && defined(_WIN32))
 #include "win32.h"
 #endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+#endif
 #include <stdexcept>
 #include <string>
 
@@ -19,6 +26,33 @@ namespace mlx {
 namespace {
 
 const KernelTable* g_active = nullptr;
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// AMX-INT8 needs three things: the instructions (CPUID leaf 7: AMX-TILE = EDX bit 24, AMX-INT8 = bit 25),
+// the OS saving the 8 KiB tile state (XCR0 bits 17 and 18), and on Linux a per-process grant: the kernel
+// keeps the tile data disabled (XFD) until arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) asks for
+// it, and the first tile instruction without it kills the process. The grant covers every thread of the
+// process, so asking once here, before any kernel runs, is enough. Checked once.
+bool amx_int8_usable() {
+  static const bool ok = [] {
+    unsigned a, b, c, d;
+    if (__get_cpuid_max(0, nullptr) < 7) return false;
+    __cpuid_count(7, 0, a, b, c, d);
+    if (!((d >> 24) & 1) || !((d >> 25) & 1)) return false;
+    __cpuid(1, a, b, c, d);
+    if (!((c >> 27) & 1)) return false;  // OSXSAVE: xgetbv is allowed
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & (3u << 17)) != (3u << 17)) return false;
+#if defined(__linux__)
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return false;
+#endif
+    return true;
+  }();
+  return ok;
+}
+#endif
 
 }  // namespace
 
@@ -35,6 +69,7 @@ CpuFeatures detect_cpu() {
   f.avx512_vnni = __builtin_cpu_supports("avx512vnni");
   f.avx_vnni = __builtin_cpu_supports("avxvnni");
   f.avx512_bf16 = false;
+  f.amx_int8 = f.avx512 && f.avx512_vnni && amx_int8_usable();
 #endif
 #if defined(__aarch64__)
   f.neon = true;  // Advanced SIMD is part of the AArch64 baseline
@@ -60,6 +95,7 @@ std::vector<const KernelTable*> available_variants() {
   if (f.avx2 && f.avx_vnni) v.push_back(&avx2vnni_kernels());
   if (f.avx512 && f.avx2) v.push_back(&avx512_kernels());
   if (f.avx512 && f.avx2 && f.avx512_vnni) v.push_back(&avx512vnni_kernels());
+  if (f.avx512 && f.avx2 && f.avx512_vnni && f.amx_int8) v.push_back(&avx512amx_kernels());
 #endif
 #if defined(MLX_HAVE_NEON_VARIANT)
   if (f.neon) v.push_back(&neon_kernels());

@@ -237,6 +237,7 @@ const KernelTable& avx2_kernels();
 const KernelTable& avx2vnni_kernels();
 const KernelTable& avx512_kernels();
 const KernelTable& avx512vnni_kernels();
+const KernelTable& avx512amx_kernels();
 #endif
 #if defined(MLX_HAVE_NEON_VARIANT)
 const KernelTable& neon_kernels();

@@ -28,6 +28,7 @@ describe('environment overrides', () => {
     if (info.arch === 'x64' && info.features.avx2) expect(info.variants).toContain('avx2');
     if (info.arch === 'x64' && info.features.avx512) expect(info.variants).toContain('avx512');
     if (info.arch === 'x64' && info.features.avx512 && info.features.avx512vnni) expect(info.variants).toContain('avx512vnni');
+    if (info.arch === 'x64' && info.features.amxInt8) expect(info.variants).toContain('avx512amx');
     if (info.arch === 'x64' && info.features.avx2 && info.features.avxvnni) expect(info.variants).toContain('avx2vnni');
     if (info.arch === 'arm64' && info.features.neonDotprod) expect(info.variants).toContain('neon_dotprod');
   });

@@ -29,7 +29,7 @@ function definedSymbols(archive: string): string[] {
 describe.skipIf(!canCheck)('kernel variant archives (build/Release/kernels_*.a)', () => {
   it('has one archive per variant this architecture builds', () => {
     const names = archives.map((a) => a.slice('kernels_'.length, -2)).sort();
-    if (process.arch === 'x64') expect(names).toEqual(['avx2', 'avx2vnni', 'avx512', 'avx512vnni', 'scalar']);
+    if (process.arch === 'x64') expect(names).toEqual(['avx2', 'avx2vnni', 'avx512', 'avx512amx', 'avx512vnni', 'scalar']);
     else expect(names).toContain('scalar');
   });
 

@@ -1,7 +1,7 @@
 // Conformance of the integer-activation GEMM (setMatmulPrecision('fast' | 'int8'), src/isa/gemm_q8act.h)
 // on every kernel variant this machine runs, and of the GEMV's integer-activation planes (M <= 16,
-// avx512vnni, avx2). Where it applies (GEMM: 4-bit weights on avx2 / avx2vnni / avx512vnni / neon_dotprod,
-// 8-bit on the VNNI variants, M > 16; GEMV: 4-/8-bit on avx512vnni, 4-bit on avx2; group 32/64/128) the result must
+// avx512vnni, avx2). Where it applies (GEMM: 4-bit weights on avx2 / avx2vnni / avx512vnni / avx512amx / neon_dotprod,
+// 8-bit on the VNNI and AMX variants, M > 16; GEMV: 4-/8-bit on avx512vnni and avx512amx, 4-bit on avx2; group 32/64/128) the result must
 // equal its definition,
 //   y[m, n] = sum_g ( s[n,g] * dx[m,g] * sum_{c in g} q[n,c] * xq[m,c] + b[n,g] * sum_{c in g} x[m,c] ) + bias[n],
 //   dx[m,g] = max_{c in g} |x[m,c]| / T,  xq = round_half_even(f32(x * f32(T / max))),
@@ -18,9 +18,9 @@ afterAll(() => native.setIsa(initialIsa));
 afterEach(() => native.setMatmulPrecision('exact'));
 
 /** Code widths the fast GEMM (M > 16) takes per variant (the others keep the exact path). */
-const FAST_BITS: Record<string, number[]> = { avx2: [4], avx2vnni: [4, 8], avx512vnni: [4, 8], neon_dotprod: [4] };
+const FAST_BITS: Record<string, number[]> = { avx2: [4], avx2vnni: [4, 8], avx512vnni: [4, 8], avx512amx: [4, 8], neon_dotprod: [4] };
 /** Code widths the GEMV (M <= 16) takes the integer activations for (K % 128 == 0 here). */
-const GEMV_FAST_BITS: Record<string, number[]> = { avx2: [4], avx512vnni: [4, 8] };
+const GEMV_FAST_BITS: Record<string, number[]> = { avx2: [4], avx512vnni: [4, 8], avx512amx: [4, 8] };
 
 const f = Math.fround;
 function roundHalfEven(v: number): number {
@@ -170,3 +170,25 @@ for (const isa of VARIANTS) {
     });
   });
 }
+
+// The AMX micro-kernel (src/isa/gemm_amx.h) does q8act_micro's integer sums with tile instructions and its
+// scaling with the same operations in the same order, so the two variants must agree to the bit: at a
+// transposing-repack shape (K % 128 == 0) and a generic one, both precisions, ragged M and N.
+describe.runIf(VARIANTS.includes('avx512amx') && VARIANTS.includes('avx512vnni'))('AMX GEMM equals the avx512vnni GEMM bit for bit', () => {
+  for (const [bits, group, K] of [[4, 64, 1536], [4, 32, 640], [8, 128, 1024], [4, 128, 768]] as const)
+    it(`${bits}-bit, group ${group}, K = ${K}`, () => {
+      const N = 70;
+      const w = nativeQ(randomQ(N, K, bits, group, 2, 77 + K));
+      const bias = randF32(N, 12);
+      for (const M of [17, 48, 531]) {
+        const x = randF32(M * K, M + K, -3, 3);
+        for (const mode of ['fast', 'int8'] as const) {
+          native.setIsa('avx512vnni');
+          const ref = run(x, M, w, bias, mode);
+          native.setIsa('avx512amx');
+          const got = run(x, M, w, bias, mode);
+          expect(got, `${mode} M=${M}`).toEqual(ref);
+        }
+      }
+    });
+});

@@ -88,8 +88,15 @@ constexpr bool kQ8EvenOdd = false;
 // 4-bit codes).
 static inline bool q8act_x_even_odd(const WeightRef& w) { return kQ8EvenOdd && w.bits == 4 && w.cols % 128 == 0; }
 
+// Byte offset of x element (row r, column c) of one plane in the AMX tile order (gemm_amx.h):
+// [16-row block][k-tile of ks columns][16 rows][ks bytes], K the row length.
+static inline int64_t amx_x_offset(int64_t r, int64_t c, int64_t K, int ks) {
+  return ((r / 16) * (K / ks) + c / ks) * 16 * ks + (r % 16) * ks + c % ks;
+}
+
+// tile_ks > 0 (the AMX driver): each plane in that tile order instead of row-major.
 static bool q8act_quantize(const float* x, int64_t r0, int64_t r1, int64_t M, int64_t K, int G, int planes, int8_t* xq,
-                           float* dx, float* xsum, bool even_odd = false) {
+                           float* dx, float* xsum, bool even_odd = false, int tile_ks = 0) {
   const float T = planes == 2 ? 32639.f : 127.f;  // the largest |t| both planes can hold
   typedef int8_t vs8 __attribute__((vector_size(VL)));
   const int64_t gpr = K / G;
@@ -120,14 +127,16 @@ static bool q8act_quantize(const float* x, int64_t r0, int64_t r1, int64_t M, in
 #endif
           return q;
         };
+        // VL elements never straddle a tile (tile widths are multiples of 32).
+        const int64_t at = tile_ks ? amx_x_offset(r, g * G + c, K, tile_ks) : r * K + g * G + c;
         if (planes == 1) {
           const vs8 q = order(__builtin_convertvector(t, vs8));
-          std::memcpy(xq + r * K + g * G + c, &q, sizeof q);
+          std::memcpy(xq + at, &q, sizeof q);
         } else {
           const vi lo = ((t + 128) & 255) - 128, hi = (t - lo) >> 8;  // t = 256 * hi + lo, both in [-128, 127]
           const vs8 qh = order(__builtin_convertvector(hi, vs8)), ql = order(__builtin_convertvector(lo, vs8));
-          std::memcpy(xq + r * K + g * G + c, &qh, sizeof qh);
-          std::memcpy(xq + M * K + r * K + g * G + c, &ql, sizeof ql);
+          std::memcpy(xq + at, &qh, sizeof qh);
+          std::memcpy(xq + M * K + at, &ql, sizeof ql);
         }
       }
     }
@@ -384,8 +393,10 @@ static inline void q8act_rows(int mr, const uint32_t* wt, int64_t wstride, const
 }
 
 struct Q8ActScratch {
-  Scratch xq, dx, xsum, wt, sc, bi, acc;
+  Scratch xq, dx, xsum, wt, sc, bi, acc, tiles;
 };
+
+#include "gemm_amx.h"
 
 // y[M, N] = x[M, K] . W^T (+ bias) with integer activations of `planes` int8 digit planes (1 or 2).
 // M <= kGemvMaxM (decode, batched decode) goes to the GEMV, which takes the same integer activations on
@@ -422,14 +433,31 @@ static bool matmul_q8act(const float* x, int64_t M, const WeightRef& w, const fl
   if (G != 32 && G != 64 && G != 128) return false;
   const int64_t K = w.cols, N = w.rows, gpr = K / G;
   static thread_local Q8ActScratch s_x;  // the calling thread's; workers only read it
-  int8_t* xq = s_x.xq.get<int8_t>(size_t(planes * M * K));
-  float* dx = s_x.dx.get<float>(size_t(M * gpr));
-  float* xsum = s_x.xsum.get<float>(size_t(M * gpr));
+#if defined(MLX_AMX)
+  // AMX (gemm_amx.h): x in tile order, rows padded to whole 16-row tiles (pad rows zero, zero scales).
+  const int64_t Mx = (M + 15) / 16 * 16;
+  const int tile_ks = amx_ks(G);
+#else
+  const int64_t Mx = M;
+  const int tile_ks = 0;
+#endif
+  int8_t* xq = s_x.xq.get<int8_t>(size_t(planes * Mx * K));
+  float* dx = s_x.dx.get<float>(size_t(Mx * gpr));
+  float* xsum = s_x.xsum.get<float>(size_t(Mx * gpr));
+  if (Mx > M) {
+    for (int p = 0; p < planes; p++) std::memset(xq + p * Mx * K + M * K, 0, size_t((Mx - M) * K));
+    std::memset(dx + M * gpr, 0, size_t((Mx - M) * gpr) * sizeof(float));
+    std::memset(xsum + M * gpr, 0, size_t((Mx - M) * gpr) * sizeof(float));
+  }
   std::atomic<bool> finite{true};
   parallel_for(M, 8, [&](int64_t r0, int64_t r1) {
-    if (!q8act_quantize(x, r0, r1, M, K, G, planes, xq, dx, xsum, q8act_x_even_odd(w))) finite = false;
+    if (!q8act_quantize(x, r0, r1, Mx, K, G, planes, xq, dx, xsum, q8act_x_even_odd(w), tile_ks)) finite = false;
   });
   if (!finite) return false;
+#if defined(MLX_AMX)
+  q8act_gemm_amx(xq, dx, xsum, M, Mx, w, bias, y, planes);
+  return true;
+#endif
   const int64_t mbk = (M + kQ8MB - 1) / kQ8MB;
   constexpr int64_t wstride = kQ8KC / 4 * VL, sstride = kQ8KC / 32 * VL;  // per VL-row sub-tile
   auto run = [&](auto nvc) {
