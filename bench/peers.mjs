@@ -6,7 +6,7 @@
 // probe just before it. Reports the best repetition of each engine (this machine's noise only ever
 // slows a run down) and the ratios.
 //   pnpm bench peers [--models gemma3n,gemma4,phi35] [--quant q4,q8] [--layers N] [--prompt 512]
-//                    [--gen 128] [--reps 2] [--threads N] [--matmul fast|exact|int8] [--json]
+//                    [--gen 128] [--reps 2] [--threads N] [--matmul fast|exact|int8] [--warmup 16|N|prompt] [--json]
 // --matmul: our matmul precision (as `mlxcel bench`; fast by default: 16-bit integer activations in
 // prefill GEMMs; int8: 8-bit ones, like llama.cpp's Q8 activations).
 // node-llama-cpp is a dependency of this benchmark only (bench/peers/package.json), installed here on
@@ -66,6 +66,15 @@ const gen = positiveInt('gen', '128');
 const reps = positiveInt('reps', '2');
 const threads = positiveInt('threads', String(cpuInfo().threads));
 const json = args.includes('--json');
+// --warmup: the warm-up prompt's length for both engines (16 by default; `prompt` = the prompt length:
+// both then run their measured prompt on activation memory a first prompt of that length has already
+// backed, the steady state of a server; docs/benchmarks.md, "Steady-state prefill").
+const warmupFlag = flag('warmup', '16');
+const warmup = warmupFlag === 'prompt' ? prompt : Number(warmupFlag);
+if (!Number.isInteger(warmup) || warmup < 1) {
+  console.error(`--warmup must be a positive integer or 'prompt', got '${warmupFlag}'`);
+  process.exit(2);
+}
 const matmul = flag('matmul', 'fast');
 if (!['fast', 'exact', 'int8'].includes(matmul)) {
   console.error(`--matmul must be fast, exact or int8, got '${matmul}'`);
@@ -117,7 +126,7 @@ for (const bits of quants)
         bw.push(b);
         load.push(loadavg()[0]);
         log(`${m.label} q${bits} rep ${rep + 1}/${reps}: ${engine} (bandwidth ${b.toFixed(1)} GB/s, load average ${loadavg()[0].toFixed(1)})`);
-        const r = engine === 'llama' ? worker(['llama', path, prompt, gen, threads]) : worker(['ours', key, bits, layers, prompt, gen, matmul]);
+        const r = engine === 'llama' ? worker(['llama', path, prompt, gen, threads, warmup]) : worker(['ours', key, bits, layers, prompt, gen, matmul, warmup]);
         if (r.error) {
           error = r;
           log(`${r.error}\n${(r.log || []).join('\n')}`);
@@ -144,7 +153,7 @@ for (const bits of quants)
 if (json) console.log(JSON.stringify({ threads, prompt, gen, reps, matmul, layers: layers || 'full', rows }));
 else {
   const mib = (b) => (b / 2 ** 20).toFixed(0);
-  console.log(`mlxcel (--matmul ${matmul}) vs llama.cpp (node-llama-cpp ${LLAMA_VERSION}, prebuilt CPU), ${threads} threads, prompt ${prompt}, gen ${gen}, best of ${reps}; ratios = ours / llama.cpp`);
+  console.log(`mlxcel (--matmul ${matmul}) vs llama.cpp (node-llama-cpp ${LLAMA_VERSION}, prebuilt CPU), ${threads} threads, prompt ${prompt}, gen ${gen}, warm-up ${warmup} tokens, best of ${reps}; ratios = ours / llama.cpp`);
   console.log('| model | quant | layers | prefill tok/s llama.cpp / ours | ratio | decode tok/s llama.cpp / ours | ratio | ours decode / bandwidth ceiling | peak RSS MiB llama.cpp / ours | bandwidth GB/s | load avg |');
   console.log('|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {

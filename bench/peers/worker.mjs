@@ -37,7 +37,7 @@ async function gguf(key, bits, layers, path) {
   return { path, tensors: tensors.length, seconds: (performance.now() - t0) / 1000 };
 }
 
-async function ours(key, bits, layers, prompt, gen, matmul) {
+async function ours(key, bits, layers, prompt, gen, matmul, warmup) {
   const { setMatmulPrecision } = await import('../../packages/core-native/lib/index.js');
   setMatmulPrecision(matmul);
   const { benchCheckpoint } = await import('./models.mjs');
@@ -46,11 +46,11 @@ async function ours(key, bits, layers, prompt, gen, matmul) {
   const ck = benchCheckpoint(root, key, bits, layers || undefined);
   const model = architectureFor(ck.config).load(ck);
   // runBench's own prompt (random ids) and warm-up; the same lengths as the llama.cpp run.
-  const r = runBench(model, ck.model.label, prompt, gen);
+  const r = runBench(model, ck.model.label, prompt, gen, undefined, false, warmup);
   return { prefill_tok_s: r.prefill_tok_s, decode_tok_s: r.decode_tok_s, weight_bytes: r.weight_bytes, peak_rss_bytes: r.peak_rss_bytes, threads: r.threads, isa: r.isa, layers: model.numLayers, weight_memory: r.weight_memory };
 }
 
-async function llama(path, prompt, gen, threads) {
+async function llama(path, prompt, gen, threads, warmup) {
   const entry = join(here, 'node_modules', 'node-llama-cpp', 'dist', 'index.js');
   if (!existsSync(entry)) throw new Error(`node-llama-cpp is not installed in ${join(here, 'node_modules')} (bench/peers.mjs installs it)`);
   const { getLlama, LlamaLogLevel } = await import(pathToFileURL(entry).href);
@@ -69,9 +69,9 @@ async function llama(path, prompt, gen, threads) {
   const ctx = await model.createContext({ contextSize: prompt + gen + 32, batchSize: 512, threads: { ideal: threads, min: threads }, sequences: 1 });
   const seq = ctx.getSequence();
   const ids = promptIds(prompt);
-  // Warm-up as runBench does (16 prompt tokens + 3 decode steps), then a fresh sequence.
+  // Warm-up as runBench does (`warmup` prompt tokens + 3 decode steps), then a fresh sequence.
   {
-    const g = seq.evaluate(ids.slice(0, 16), { temperature: 0 });
+    const g = seq.evaluate(ids.slice(0, Math.max(1, Math.min(warmup, prompt))), { temperature: 0 });
     for (let i = 0; i < 3; i++) await g.next();
     await g.return();
     await seq.clearHistory();
@@ -99,8 +99,8 @@ async function llama(path, prompt, gen, threads) {
 const jobs = {
   bandwidth: () => bandwidth(),
   gguf: () => gguf(a[0], Number(a[1]), Number(a[2]), a[3]),
-  ours: () => ours(a[0], Number(a[1]), Number(a[2]), Number(a[3]), Number(a[4]), a[5] ?? 'fast'),
-  llama: () => llama(a[0], Number(a[1]), Number(a[2]), Number(a[3])),
+  ours: () => ours(a[0], Number(a[1]), Number(a[2]), Number(a[3]), Number(a[4]), a[5] ?? 'fast', Number(a[6] ?? 16)),
+  llama: () => llama(a[0], Number(a[1]), Number(a[2]), Number(a[3]), Number(a[4] ?? 16)),
 };
 if (!jobs[job]) {
   console.error(`worker.mjs: unknown job '${job}' (${Object.keys(jobs).join(', ')})`);

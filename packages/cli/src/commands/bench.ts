@@ -43,13 +43,21 @@ function randomIds(n: number, vocab: number, seed: number): Int32Array {
   return out;
 }
 
-export function runBench(model: LanguageModel, name: string, promptTokens: number, genTokens: number, kvCache?: string, profile = false): BenchResult {
+/**
+ * warmupTokens: the warm-up prompt's length (default 16). A warm-up as long as the measured prompt also
+ * backs the activation memory (layer arenas, scratch) a prompt of that length needs, so the measured
+ * prefill is the steady state a server reaches after its first long request instead of the first one
+ * (which pays the OS's first-touch of that memory: docs/benchmarks.md, "Steady-state prefill").
+ */
+export function runBench(
+  model: LanguageModel, name: string, promptTokens: number, genTokens: number, kvCache?: string, profile = false, warmupTokens = 16,
+): BenchResult {
   const chunk = model.prefillChunk === null ? 0 : model.prefillChunk || DEFAULT_PREFILL_CHUNK;
   const V = model.vocabSize;
   // Warm-up: touches every weight page and JIT-compiles the JS paths.
   {
     const st = model.newState({ kvCache });
-    let last = prefill(model, st, randomIds(Math.min(16, promptTokens), V, 7), chunk);
+    let last = prefill(model, st, randomIds(Math.max(1, Math.min(warmupTokens, promptTokens)), V, 7), chunk);
     for (let i = 0; i < 3; i++) last = model.forward([{ ids: Int32Array.of(ops.argmax(last, V)[0]!), state: st }], { logits: 'last' })[0]!;
     // The measured sequence then runs on KV memory the OS has already backed, as llama.cpp's context
     // (allocated and cleared when it is created) does: first-touch faults cost ~2.3 ms per MiB on the
@@ -164,6 +172,7 @@ export function registerBench(program: Command): void {
     .option('--quantize <q>', 'with --random: q4 | q8 (MLX affine, group 64; q4:32 for group 32)', quantFlag)
     .option('--layers <n>', 'with --random: keep only the first n layers', int('--layers', 1))
     .option('--prompt-tokens <n>', 'prompt length', int('--prompt-tokens', 1), 128)
+    .option('--warmup-tokens <n>', 'warm-up prompt length (the prompt length: measure the steady state after a first long prompt)', int('--warmup-tokens', 1), 16)
     .option('--gen-tokens <n>', 'tokens to generate', int('--gen-tokens', 1), 32)
     .option('--kv-cache <kind>', 'KV cache storage kind')
     .option('--concurrency <n>', 'run n requests together through the continuous-batching scheduler (as mlxcel serve does)', int('--concurrency', 1, 256), 1)
@@ -201,7 +210,7 @@ export function registerBench(program: Command): void {
         return;
       }
       if (o.profile && (o.concurrency as number) > 1) throw new UsageError('--profile measures one stream: drop --concurrency');
-      const r = runBench(model, name, o.promptTokens as number, o.genTokens as number, o.kvCache as string | undefined, Boolean(o.profile));
+      const r = runBench(model, name, o.promptTokens as number, o.genTokens as number, o.kvCache as string | undefined, Boolean(o.profile), o.warmupTokens as number);
       if (o.json) process.stdout.write(`${JSON.stringify(r)}\n`);
       else
         info(
