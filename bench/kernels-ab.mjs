@@ -29,7 +29,8 @@ const load = (p) => {
 const A = load(pathA), B = load(pathB);
 if (flag('threads')) for (const X of [A, B]) X.setThreads(Number(flag('threads'))); // e.g. one core's rate
 // --isa NAME: one kernel variant in both builds (e.g. avx2 on an AVX-512 machine); --isa A,B: variant A in
-// the first build and B in the second (two variants of one build: pass the same .node file twice).
+// the first build and B in the second (two variants of one build: pass two copies of its .node file;
+// one path loaded twice is one module, and setIsa would then switch both).
 if (flag('isa')) {
   const [ia, ib = ia] = flag('isa').split(',');
   A.setIsa(ia);
