@@ -9,6 +9,9 @@
 // (the two builds take turns going first) and the GB/s count codes, scales and biases.
 // The first build loaded tends to run a little faster (compare a build with itself to see the bias on
 // this machine: 0.88-0.92 at M = 64 on the development VM), so ratios under ~10 % need both orders.
+import { copyFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { q4Weight } from './q4-weight.mjs';
 
 const args = process.argv.slice(2);
@@ -26,11 +29,16 @@ const load = (p) => {
   process.dlopen(m, p);
   return m.exports;
 };
-const A = load(pathA), B = load(pathB);
+// One path loaded twice is one module (setIsa would switch both): the second gets a private copy.
+const copyB = resolve(pathA) === resolve(pathB) ? join(tmpdir(), `kernels-ab-${process.pid}.node`) : null;
+if (copyB) {
+  copyFileSync(pathB, copyB);
+  process.on('exit', () => rmSync(copyB, { force: true }));
+}
+const A = load(pathA), B = load(copyB ?? pathB);
 if (flag('threads')) for (const X of [A, B]) X.setThreads(Number(flag('threads'))); // e.g. one core's rate
 // --isa NAME: one kernel variant in both builds (e.g. avx2 on an AVX-512 machine); --isa A,B: variant A in
-// the first build and B in the second (two variants of one build: pass two copies of its .node file;
-// one path loaded twice is one module, and setIsa would then switch both).
+// the first build and B in the second (two variants of one build: pass its .node file twice).
 if (flag('isa')) {
   const [ia, ib = ia] = flag('isa').split(',');
   A.setIsa(ia);
