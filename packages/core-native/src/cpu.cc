@@ -69,7 +69,7 @@ CpuFeatures detect_cpu() {
   f.avx512_vnni = __builtin_cpu_supports("avx512vnni");
   f.avx_vnni = __builtin_cpu_supports("avxvnni");
   f.avx512_bf16 = false;
-  f.amx_int8 = f.avx512 && f.avx512_vnni && amx_int8_usable();
+  f.amx_int8 = amx_int8_usable();
 #endif
 #if defined(__aarch64__)
   f.neon = true;  // Advanced SIMD is part of the AArch64 baseline

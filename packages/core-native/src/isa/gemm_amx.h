@@ -1,8 +1,8 @@
 // ---- AMX-INT8 integer-activation GEMM (included by gemm_q8act.h; the avx512amx variant only) ----
 // The same sums as q8act_micro, with the integer dot products done by AMX tile instructions instead of
 // vpdpbusd: one TDPBSUD multiplies a 16 x 64 tile of int8 x (16 x rows, 64 k) by a 64 x 16 tile of u8
-// codes (16 W rows) into 16 x 16 i32 sums, 16384 products per instruction, about 16 times a core's
-// vpdpbusd rate. So the dot products stop being the cost; what is left is moving data and the per-group
+// codes (16 W rows) into 16 x 16 i32 sums, 16384 products per instruction (bench/amx-rates.cc: 7.7 T int8
+// operations per second on one core). So the dot products stop being the cost; what is left is moving data and the per-group
 // scaling, and this driver is built around those:
 //   - W: q8act_pack_tile's tile ([k / 4][16 rows][4 codes], 64-byte rows) is already the layout AMX takes
 //     for its second operand. A task packs a panel of up to 16 such sub-tiles (256 W rows) per k-chunk,
@@ -16,7 +16,8 @@
 //     held in registers over a k-chunk, loaded from and stored to the task's accumulator panel around it),
 //     so every output is bit-identical to the avx512vnni variant's (test/matmul-q8act.test.ts checks it).
 //     The tile products of group g + 1 are issued before group g is scaled (tile pairs and buffers
-//     alternate), so the tile unit and the vector units overlap.
+//     alternate): ~10 % faster than in turn, though the tile unit and the vector units still overlap
+//     little (docs/architecture/kernels.md, "AMX-INT8 GEMM").
 // Tile registers: 0/1 the hi / lo plane's sums of even groups, 2/3 of odd groups, 4/5 the x tiles of the
 // two planes, 6 the W sub-tile. One plane ("int8") uses 0, 2, 4 and 6.
 #if defined(MLX_AMX) && defined(__AVX512VNNI__) && MLX_VL == 16
@@ -114,8 +115,10 @@ static void q8act_gemm_amx(const int8_t* xt, const float* dx, const float* xsum,
   const int64_t K = w.cols, N = w.rows, gpr = K / G, subs = (N + VL - 1) / VL;
   const int64_t P = std::max<int64_t>(1, std::min<int64_t>(16, subs / (2 * pool_threads())));  // sub-tiles per panel
   const int64_t TN = P * VL, panels = (subs + P - 1) / P, mbk = (M + kQ8MB - 1) / kQ8MB;
-  constexpr int64_t wstride = kQ8KC / 4 * VL, sstride = kQ8KC / 32 * VL;  // per sub-tile (as the VNNI driver)
-  const int64_t plane_off = Mx * K, ktile = 16 * int64_t(amx_ks(G));
+  constexpr int64_t wstride = kQ8WStride, sstride = kQ8SStride;
+  const int ks = amx_ks(G);
+  // x tile order: a tile is ktile bytes, a 16-row block's k-tiles follow one another (kt per block).
+  const int64_t plane_off = Mx * K, ktile = 16 * int64_t(ks), kt = K / ks;
   parallel_for(panels * mbk, 1, [&](int64_t t0, int64_t t1) {
     static thread_local Q8ActScratch s;
     uint32_t* wt = s.wt.get<uint32_t>(size_t(wstride * P));
@@ -135,13 +138,13 @@ static void q8act_gemm_amx(const int8_t* xt, const float* dx, const float* xsum,
           q8act_pack_tile(w, n0 + v * VL, int(std::min<int64_t>(VL, nr - v * VL)), k0, kc, wt + v * wstride, sc + v * sstride,
                           bi + v * sstride);
         for (int64_t m = m0; m < m0 + mb; m += 16) {
-          const int8_t* xa = xt + (m / 16) * (K / amx_ks(G)) * ktile + k0 / amx_ks(G) * ktile;
+          const int8_t* xa = xt + ((m / 16) * kt + k0 / ks) * ktile;
           const float* d = dx + m * gpr + k0 / G;
           const float* xs = xsum + m * gpr + k0 / G;
           float* am = acc + (m - m0) * TN;
           // The next block's x tiles of this chunk (x_bytes per plane) come into L1 a slice per sub-tile.
-          const int64_t x_bytes = ng * (G / amx_ks(G)) * ktile, slice = (x_bytes + ps - 1) / ps;
-          const int8_t* xn = m + 16 < m0 + mb ? xa + (K / amx_ks(G)) * ktile : nullptr;
+          const int64_t x_bytes = kc / ks * ktile, slice = (x_bytes + ps - 1) / ps;
+          const int8_t* xn = m + 16 < m0 + mb ? xa + kt * ktile : nullptr;
           for (int64_t v = 0; v < ps; v++) {
             if (xn)
               for (int64_t o = v * slice; o < std::min(x_bytes, (v + 1) * slice); o += 64)

@@ -69,6 +69,8 @@ static inline vi q8_round(vf p) {
 constexpr int kQ8MR = VL == 8 ? 4 : 8;  // x rows per one-vector micro-kernel (16 ymm on AVX2, 32 zmm / q regs otherwise)
 constexpr int64_t kQ8KC = 512;         // k per chunk (a multiple of every group size)
 constexpr int64_t kQ8MB = 512;         // x rows per task: the tile repack is amortized over this many rows
+// One VL-row sub-tile of a packed k-chunk: its codes (u32 words) and its group scales / biases (floats).
+constexpr int64_t kQ8WStride = kQ8KC / 4 * VL, kQ8SStride = kQ8KC / 32 * VL;
 
 // Quantizes rows [r0, r1) of x [M, K] per group of G: dx = max|x| / 127, xq = round(x / dx); xsum = the
 // exact f32 group sums. Returns false when a row holds a non-finite value (the exact path then
@@ -456,10 +458,9 @@ static bool matmul_q8act(const float* x, int64_t M, const WeightRef& w, const fl
   if (!finite) return false;
 #if defined(MLX_AMX)
   q8act_gemm_amx(xq, dx, xsum, M, Mx, w, bias, y, planes);
-  return true;
-#endif
+#else
   const int64_t mbk = (M + kQ8MB - 1) / kQ8MB;
-  constexpr int64_t wstride = kQ8KC / 4 * VL, sstride = kQ8KC / 32 * VL;  // per VL-row sub-tile
+  constexpr int64_t wstride = kQ8WStride, sstride = kQ8SStride;
   auto run = [&](auto nvc) {
     constexpr int NV = decltype(nvc)::value, TR = NV * VL;
     // x rows per micro-kernel: two i32 accumulator sets per row with two planes, so fewer rows.
@@ -502,6 +503,7 @@ static bool matmul_q8act(const float* x, int64_t M, const WeightRef& w, const fl
   };
   if (kQ8MaxNV == 2 && M > kQ8WideM) run(std::integral_constant<int, kQ8MaxNV>());
   else run(std::integral_constant<int, 1>());
+#endif
   return true;
 }
 
