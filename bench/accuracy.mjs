@@ -1,14 +1,14 @@
 #!/usr/bin/env node
 // What `--matmul fast` (16-bit integer activations in quantized matmuls: prefill GEMMs and, on
-// avx512vnni, the decode GEMV) and `--matmul int8`
-// (8-bit) cost in accuracy, on every text fixture and on random models at real shapes:
+// avx512vnni, the decode GEMV), `--matmul int8` (8-bit) and `--matmul mixed` (8-bit for the MLP
+// projections, 16-bit for the rest) cost in accuracy, on every text fixture and on random models at real shapes:
 //   fixtures: for each fixtures/<case>/ with expected.safetensors (prompt, reference logits, greedy
 //             continuation), a trace in each precision (full forward over the prompt + 8 greedy steps)
 //             compared with the reference: max |Δlogit|, greedy ids equal, decided disagreements
 //             (positions where both top-1 margins exceed 0.5 and the top-1 differ). Fixtures with float
 //             weights never take the fast path (it applies to 4-/8-bit MLX affine weights only).
-//   real shapes: random q4 models (--layers deep, default 4) from the real configs, fast against exact
-//             over a --prompt-token prompt (default 128): the same three measures.
+//   real shapes: random q4 models (--layers deep, default 4) from the real configs, fast, int8 and mixed against
+//             exact over a --prompt-token prompt (default 128): the same three measures.
 //   pnpm bench accuracy [--layers 4] [--prompt 128] [--json]
 import { mkdtempSync, readdirSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -69,7 +69,7 @@ try {
       extra = { embeddingOverrides: t.overrides, atomicSpans: t.spans, decodeEmbedding: t.decodeEmbedding };
       row.case += ' (with its image)';
     }
-    for (const mode of ['exact', 'fast', 'int8']) row[mode] = summary(compareTraces(traceFile(loaded.model, ids, mode, c, decode, extra), exp, { marginThreshold: MARGIN }));
+    for (const mode of ['exact', 'fast', 'int8', 'mixed']) row[mode] = summary(compareTraces(traceFile(loaded.model, ids, mode, c, decode, extra), exp, { marginThreshold: MARGIN }));
     rows.push(row);
   }
   const MODELS = {
@@ -81,10 +81,11 @@ try {
     const model = randomModel(readJson(join(root, cfg), label), { layers, quantize: { bits: 4, groupSize: 64 }, seed: 0 });
     let x = 7;
     const ids = Int32Array.from({ length: promptLen }, () => ((x = (Math.imul(x, 1103515245) + 12345) >>> 0) % 30000) + 100);
-    const exact = traceFile(model, ids, 'exact', label, 8), fast = traceFile(model, ids, 'fast', label, 8), int8 = traceFile(model, ids, 'int8', label, 8);
+    const exact = traceFile(model, ids, 'exact', label, 8);
+    const vsExact = (mode) => summary(compareTraces(traceFile(model, ids, mode, label, 8), exact, { marginThreshold: MARGIN }));
     rows.push({
       case: `${label} random q4, ${layers} layers`, quantized: true, prompt_tokens: promptLen,
-      fast_vs_exact: summary(compareTraces(fast, exact, { marginThreshold: MARGIN })), int8_vs_exact: summary(compareTraces(int8, exact, { marginThreshold: MARGIN })),
+      fast_vs_exact: vsExact('fast'), int8_vs_exact: vsExact('int8'), mixed_vs_exact: vsExact('mixed'),
     });
   }
 } finally {
@@ -94,12 +95,12 @@ try {
 
 if (json) console.log(JSON.stringify({ isa: cpuInfo().isa, margin: MARGIN, rows }));
 else {
-  const cell = (s) => `${s.max_abs_logit_diff.toExponential(2)} | ${s.greedy_ids_equal === null ? '-' : s.greedy_ids_equal ? 'equal' : 'DIFFER'} | ${s.decided_disagreements}`;
+  const cell = (s) => `${s.max_abs_logit_diff.toExponential(2)} / ${s.greedy_ids_equal === null ? '-' : s.greedy_ids_equal ? 'equal' : 'DIFFER'} / ${s.decided_disagreements}`;
   console.log(`matmul precision accuracy (${cpuInfo().isa}; decided = both top-1 margins > ${MARGIN} and top-1 differ)`);
   console.log('each cell: max abs dlogit / greedy ids / decided disagreements');
-  console.log('| case | weights | prompt | exact vs reference | fast vs reference | int8 vs reference | fast vs exact | int8 vs exact |');
-  console.log('|---|---|---|---|---|---|---|---|');
+  console.log('| case | weights | prompt | exact vs reference | fast vs reference | int8 vs reference | mixed vs reference | fast vs exact | int8 vs exact | mixed vs exact |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|');
   const c = (s) => (s ? cell(s) : '-');
   for (const r of rows)
-    console.log(`| ${r.case} | ${r.quantized ? 'quantized' : 'float'} | ${r.prompt_tokens} | ${c(r.exact)} | ${c(r.fast)} | ${c(r.int8)} | ${c(r.fast_vs_exact)} | ${c(r.int8_vs_exact)} |`);
+    console.log(`| ${r.case} | ${r.quantized ? 'quantized' : 'float'} | ${r.prompt_tokens} | ${c(r.exact)} | ${c(r.fast)} | ${c(r.int8)} | ${c(r.mixed)} | ${c(r.fast_vs_exact)} | ${c(r.int8_vs_exact)} | ${c(r.mixed_vs_exact)} |`);
 }

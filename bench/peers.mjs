@@ -76,8 +76,8 @@ if (!Number.isInteger(warmup) || warmup < 1) {
   process.exit(2);
 }
 const matmul = flag('matmul', 'fast');
-if (!['fast', 'exact', 'int8'].includes(matmul)) {
-  console.error(`--matmul must be fast, exact or int8, got '${matmul}'`);
+if (!['fast', 'exact', 'int8', 'mixed'].includes(matmul)) {
+  console.error(`--matmul must be fast, exact, int8 or mixed, got '${matmul}'`);
   process.exit(2);
 }
 const log = (s) => process.stderr.write(`[peers] ${s}\n`);

@@ -20,6 +20,11 @@ export interface NativeWeight {
   scaleDtype?: 0 | 1 | 2;
   bits?: 2 | 3 | 4 | 5 | 6 | 8;
   groupSize?: 32 | 64 | 128;
+  /**
+   * A feed-forward (MLP) weight, quantized only: under the `mixed` matmul precision its
+   * integer-activation matmuls take 8-bit activations, every other weight's 16-bit ones.
+   */
+  ffn?: boolean;
 }
 
 export interface CpuInfo {
@@ -70,9 +75,11 @@ export declare function matmul(x: Float32Array, M: number, w: NativeWeight, bias
  * matmuls with M > 16 rows over 4-bit (and, with VNNI, 8-bit) MLX affine weights round x per weight group
  * to 16-bit integers (two int8 digit planes, error <= 1/65278 of the group's largest |x|) and use integer
  * dot products (VNNI / AVX2 / Arm SDOT variants; others stay exact). "int8": the same with one int8
- * plane (error <= 1/254; faster still, see docs/benchmarks.md). Returns the mode set.
+ * plane (error <= 1/254; faster still, see docs/benchmarks.md). "mixed": "int8" for the weights marked
+ * feed-forward (NativeWeight.ffn: the MLP projections, most of a prefill's multiply-adds), "fast" for the
+ * others. Returns the mode set.
  */
-export type MatmulPrecision = 'exact' | 'fast' | 'int8';
+export type MatmulPrecision = 'exact' | 'fast' | 'int8' | 'mixed';
 export declare function setMatmulPrecision(mode: MatmulPrecision): MatmulPrecision;
 export declare function matmulPrecision(): MatmulPrecision;
 export declare function gather(ids: Int32Array, w: NativeWeight, out: Float32Array): void;

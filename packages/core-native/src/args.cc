@@ -156,6 +156,11 @@ WeightRef weight_arg(const Napi::Value& v, const char* fn, const char* name) {
   if (b.size < sbytes) throw_range(env, w + ".biases has " + std::to_string(b.size) + " bytes, needs " + std::to_string(sbytes));
   r.scales = s.data;
   r.biases = b.data;
+  const Napi::Value ffn = o.Get("ffn");
+  if (!ffn.IsUndefined() && !ffn.IsNull()) {
+    if (!ffn.IsBoolean()) throw_type(env, w + ".ffn must be a boolean when given");
+    r.ffn = ffn.As<Napi::Boolean>().Value();
+  }
   return r;
 }
 

@@ -1,7 +1,9 @@
 // matmul(x, M, weight, bias|null, out), gather(ids, weight, out) and the process-wide matmul precision
 // (setMatmulPrecision / matmulPrecision): "exact" (default) keeps activations f32 everywhere; "fast" and
 // "int8" let quantized GEMMs (M > 16) quantize activations per weight group to 16 bits (two int8 digit
-// planes) or 8 bits and use integer dot products (isa/gemm_q8act.h).
+// planes) or 8 bits and use integer dot products (isa/gemm_q8act.h); "mixed" gives 8 bits to the
+// weights marked feed-forward (`ffn: true`: the MLP projections, most of a prefill's multiply-adds) and
+// 16 bits to the rest (attention projections, routers, the head), whose errors the models amplify most.
 #include <atomic>
 
 #include "args.h"
@@ -10,7 +12,10 @@
 namespace mlx {
 namespace {
 
-std::atomic<int> g_act_planes{0};  // 0: exact, 2: "fast", 1: "int8"
+// Activation planes of quantized matmuls: 0 exact, 2 ("fast", 16-bit) or 1 ("int8", 8-bit); the second
+// for weights marked ffn. exact (0, 0), fast (2, 2), int8 (1, 1), mixed (2, 1).
+std::atomic<int> g_act_planes{0};
+std::atomic<int> g_act_planes_ffn{0};
 
 Napi::Value Matmul(const Napi::CallbackInfo& info) {
   const char* fn = "matmul";
@@ -21,7 +26,7 @@ Napi::Value Matmul(const Napi::CallbackInfo& info) {
   float* y = f32_arg(info[4], fn, "out", count_of(info.Env(), fn, M, w.rows));
   if (M > 0 && w.rows > 0) {
     const KernelTable& k = kernels();
-    const int planes = g_act_planes.load(std::memory_order_relaxed);
+    const int planes = (w.ffn ? g_act_planes_ffn : g_act_planes).load(std::memory_order_relaxed);
     if (!(planes && k.matmul_q8act(x, M, w, bias, y, planes))) k.matmul(x, M, w, bias, y);
   }
   return info.Env().Undefined();
@@ -29,15 +34,17 @@ Napi::Value Matmul(const Napi::CallbackInfo& info) {
 
 Napi::Value SetMatmulPrecision(const Napi::CallbackInfo& info) {
   const std::string mode = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : std::string();
-  if (mode != "exact" && mode != "fast" && mode != "int8")
-    throw_type(info.Env(), "setMatmulPrecision: mode must be \"exact\", \"fast\" or \"int8\"");
-  g_act_planes.store(mode == "fast" ? 2 : mode == "int8" ? 1 : 0);
+  if (mode != "exact" && mode != "fast" && mode != "int8" && mode != "mixed")
+    throw_type(info.Env(), "setMatmulPrecision: mode must be \"exact\", \"fast\", \"int8\" or \"mixed\"");
+  g_act_planes.store(mode == "fast" || mode == "mixed" ? 2 : mode == "int8" ? 1 : 0);
+  g_act_planes_ffn.store(mode == "fast" ? 2 : mode == "int8" || mode == "mixed" ? 1 : 0);
   return Napi::String::New(info.Env(), mode);
 }
 
 Napi::Value MatmulPrecision(const Napi::CallbackInfo& info) {
-  const int planes = g_act_planes.load();
-  return Napi::String::New(info.Env(), planes == 2 ? "fast" : planes == 1 ? "int8" : "exact");
+  const int planes = g_act_planes.load(), ffn = g_act_planes_ffn.load();
+  const char* mode = planes == 2 ? (ffn == 1 ? "mixed" : "fast") : planes == 1 ? "int8" : "exact";
+  return Napi::String::New(info.Env(), mode);
 }
 
 Napi::Value Gather(const Napi::CallbackInfo& info) {

@@ -23,6 +23,9 @@ struct WeightRef {
   int scale_dtype = kF32;
   int bits = 0;
   int group = 0;
+  // A feed-forward (MLP) weight: in the "mixed" matmul precision its integer-activation matmuls take
+  // 8-bit activations while every other weight takes 16-bit ones (bind_matmul.cc). Read by no kernel.
+  bool ffn = false;
 };
 
 // KV storage read by the attention kernel (packages/cache). A cache hands one or more segments per

@@ -1,4 +1,4 @@
-// Conformance of the integer-activation GEMM (setMatmulPrecision('fast' | 'int8'), src/isa/gemm_q8act.h)
+// Conformance of the integer-activation GEMM (setMatmulPrecision('fast' | 'int8' | 'mixed'), src/isa/gemm_q8act.h)
 // on every kernel variant this machine runs, and of the GEMV's integer-activation planes (M <= 16,
 // avx512vnni, avx2). Where it applies (GEMM: 4-bit weights on avx2 / avx2vnni / avx512vnni / avx512amx / neon_dotprod,
 // 8-bit on the VNNI and AMX variants, M > 16; GEMV: 4-/8-bit on avx512vnni and avx512amx, 4-bit on avx2; group 32/64/128) the result must
@@ -79,14 +79,36 @@ function run(x: Float32Array, M: number, w: native.NativeWeight, bias: Float32Ar
 }
 
 describe('setMatmulPrecision', () => {
-  it('defaults to exact, takes exact | fast | int8, and names the modes in its error', () => {
+  it('defaults to exact, takes exact | fast | int8 | mixed, and names the modes in its error', () => {
     expect(native.matmulPrecision()).toBe('exact');
     expect(native.setMatmulPrecision('int8')).toBe('int8');
     expect(native.matmulPrecision()).toBe('int8');
+    expect(native.setMatmulPrecision('mixed')).toBe('mixed');
+    expect(native.matmulPrecision()).toBe('mixed');
     expect(native.setMatmulPrecision('fast')).toBe('fast');
     expect(native.matmulPrecision()).toBe('fast');
-    expect(() => native.setMatmulPrecision('int4' as 'fast')).toThrow(/"exact", "fast" or "int8"/);
+    expect(() => native.setMatmulPrecision('int4' as 'fast')).toThrow(/"exact", "fast", "int8" or "mixed"/);
     expect(native.matmulPrecision()).toBe('fast');
+  });
+
+  // "mixed" is a per-weight choice between the two integer paths, so its results are theirs to the bit:
+  // a weight marked ffn takes int8's, any other fast's, in the GEMM (M > 16) and the GEMV (M <= 16).
+  it('mixed: a weight marked ffn gets the int8 result, an unmarked one the fast result, bit for bit', () => {
+    const N = 48, K = 512;
+    const q = randomQ(N, K, 4, 64, 2, 91);
+    const plain = nativeQ(q), ffn: native.NativeWeight = { ...nativeQ(q), ffn: true };
+    for (const M of [1, 8, 40]) {
+      const x = randF32(M * K, 90 + M, -2, 2);
+      expect(run(x, M, ffn, null, 'mixed'), `ffn M=${M}`).toEqual(run(x, M, plain, null, 'int8'));
+      expect(run(x, M, plain, null, 'mixed'), `plain M=${M}`).toEqual(run(x, M, plain, null, 'fast'));
+      expect(run(x, M, ffn, null, 'fast'), `ffn under fast M=${M}`).toEqual(run(x, M, plain, null, 'fast'));
+      expect(run(x, M, ffn, null, 'exact'), `ffn under exact M=${M}`).toEqual(run(x, M, plain, null, 'exact'));
+    }
+  });
+
+  it('rejects a non-boolean ffn, naming the field', () => {
+    const w = { ...nativeQ(randomQ(4, 64, 4, 64, 2, 3)), ffn: 1 } as unknown as native.NativeWeight;
+    expect(() => native.matmul(new Float32Array(64), 1, w, null, new Float32Array(4))).toThrow(/weight\.ffn must be a boolean/);
   });
 });
 

@@ -42,8 +42,9 @@ export class WeightLoader {
    * `path.weight` as a Linear [out, in] (quantized iff `path.scales` exists), shape-checked. `bias`: the
    * config declares one (then `path.bias` [out] is required) or not (then a stored one is an error).
    */
-  linear(path: string, shape: [number, number], opts: { bias?: boolean } = {}): Linear {
-    return this.linearAt(this.prefix + path, shape, opts.bias ?? false);
+  linear(path: string, shape: [number, number], opts: { bias?: boolean; ffn?: boolean } = {}): Linear {
+    const l = this.linearAt(this.prefix + path, shape, opts.bias ?? false);
+    return opts.ffn ? l.markFeedForward() : l;
   }
 
   /** Like `linear` but null when `path.weight` is absent. */
@@ -51,14 +52,17 @@ export class WeightLoader {
     return this.has(`${path}.weight`) ? this.linear(path, shape) : null;
   }
 
-  /** `path.weight` as a Linear whose row count the caller validates (a width read from the checkpoint); `cols` is checked. */
-  linearRows(path: string, cols: number): Linear {
+  /**
+   * `path.weight` as a Linear whose row count the caller validates (a width read from the checkpoint);
+   * `cols` is checked. `ffn`: a feed-forward projection (Linear.markFeedForward).
+   */
+  linearRows(path: string, cols: number, opts: { ffn?: boolean } = {}): Linear {
     const l = Linear.load(this.store, this.prefix + path, { quant: this.quant, bias: false });
     if (l.inFeatures !== cols)
       throw new MlxcelError('E_SHAPE', `${this.prefix}${path}.weight: ${l.inFeatures} input columns but the config implies ${cols}`);
     this.stats.streamed(l.weight);
     placeWeight(l.weight);
-    return l;
+    return opts.ffn ? l.markFeedForward() : l;
   }
 
   /** An embedding table [rows, dim] (quantized or not); one row is read per token. */

@@ -83,6 +83,16 @@ export class Linear {
     return ops.matmul(x, M, this.weight, this.bias, out);
   }
 
+  /**
+   * Marks this as a feed-forward (MLP) projection: under `setMatmulPrecision('mixed')` its quantized
+   * matmuls take 8-bit activations (most of a prefill's multiply-adds), the others 16-bit ones. No effect
+   * on float weights or in the other precisions.
+   */
+  markFeedForward(): this {
+    this.weight.native.ffn = true;
+    return this;
+  }
+
   /** Loads `path.weight` (+ `path.bias` when present or required); quantized if `path.scales` exists. */
   static load(store: WeightStore, path: string, opts: LoadOptions & { bias?: boolean | 'optional'; shape?: [number, number] } = {}): Linear {
     const w = loadWeight(store, path, opts);
