@@ -6,9 +6,11 @@
 // probe just before it. Reports the best repetition of each engine (this machine's noise only ever
 // slows a run down) and the ratios.
 //   pnpm bench peers [--models gemma3n,gemma4,phi35] [--quant q4,q8] [--layers N] [--prompt 512]
-//                    [--gen 128] [--reps 2] [--threads N] [--matmul fast|exact|int8] [--warmup 16|N|prompt] [--json]
+//                    [--gen 128] [--reps 2] [--threads N] [--matmul fast|exact|int8|mixed[,...]] [--warmup 16|N|prompt] [--json]
 // --matmul: our matmul precision (as `mlxcel bench`; fast by default: 16-bit integer activations in
-// prefill GEMMs; int8: 8-bit ones, like llama.cpp's Q8 activations).
+// prefill GEMMs; int8: 8-bit ones, like llama.cpp's Q8 activations; mixed: 8-bit in the MLP projections,
+// 16-bit elsewhere). A comma list measures ours in each precision within every repetition, against the
+// same llama.cpp runs: one row per model and precision.
 // node-llama-cpp is a dependency of this benchmark only (bench/peers/package.json), installed here on
 // first use into the node_modules folder of bench/peers/. GGUF files are cached under ~/.cache/mlxcel/peers
 // (MLXCEL_CACHE), keyed by model, quantization and depth.
@@ -76,8 +78,9 @@ if (!Number.isInteger(warmup) || warmup < 1) {
   process.exit(2);
 }
 const matmul = flag('matmul', 'fast');
-if (!['fast', 'exact', 'int8', 'mixed'].includes(matmul)) {
-  console.error(`--matmul must be fast, exact, int8 or mixed, got '${matmul}'`);
+const matmuls = matmul.split(',');
+if (!matmuls.length || matmuls.some((m) => !['fast', 'exact', 'int8', 'mixed'].includes(m)) || new Set(matmuls).size !== matmuls.length) {
+  console.error(`--matmul must be fast, exact, int8 or mixed (or a comma list of distinct ones), got '${matmul}'`);
   process.exit(2);
 }
 const log = (s) => process.stderr.write(`[peers] ${s}\n`);
@@ -117,16 +120,18 @@ for (const bits of quants)
       log(`writing ${path}`);
       worker(['gguf', key, bits, layers, path]);
     }
-    const best = { llama: null, ours: null };
+    // Engines: llama, then ours once per precision ("ours:fast", ...), alternating within each repetition.
+    const engines = ['llama', ...matmuls.map((mm) => `ours:${mm}`)];
+    const best = Object.fromEntries(engines.map((e) => [e, null]));
     const bw = [], load = [];
     let error = null;
     for (let rep = 0; rep < reps && !error; rep++)
-      for (const engine of ['llama', 'ours']) {
+      for (const engine of engines) {
         const b = worker(['bandwidth']).gb_s;
         bw.push(b);
         load.push(loadavg()[0]);
         log(`${m.label} q${bits} rep ${rep + 1}/${reps}: ${engine} (bandwidth ${b.toFixed(1)} GB/s, load average ${loadavg()[0].toFixed(1)})`);
-        const r = engine === 'llama' ? worker(['llama', path, prompt, gen, threads, warmup]) : worker(['ours', key, bits, layers, prompt, gen, matmul, warmup]);
+        const r = engine === 'llama' ? worker(['llama', path, prompt, gen, threads, warmup]) : worker(['ours', key, bits, layers, prompt, gen, engine.slice(5), warmup]);
         if (r.error) {
           error = r;
           log(`${r.error}\n${(r.log || []).join('\n')}`);
@@ -139,30 +144,34 @@ for (const bits of quants)
           : r;
       }
     const bwMax = Math.max(...bw);
-    const o = best.ours, l = best.llama;
-    rows.push({
-      model: m.label, quant: `q${bits} / ${bits === 4 ? 'Q4_0' : 'Q8_0'}`, layers: o?.layers ?? layers, error: error?.error ?? null, error_log: error?.log ?? null,
-      llama: l, ours: o, bandwidth_gb_s: { min: Math.min(...bw), max: bwMax }, load_average: { min: Math.min(...load), max: Math.max(...load) },
-      prefill_ratio: o && l ? o.prefill_tok_s / l.prefill_tok_s : null,
-      decode_ratio: o && l ? o.decode_tok_s / l.decode_tok_s : null,
-      // Decode streams every weight once per token: the ceiling is bandwidth / bytes per token.
-      ours_decode_of_ceiling: o ? (o.decode_tok_s * o.weight_bytes) / 1e9 / bwMax : null,
-    });
+    const l = best.llama;
+    for (const mm of matmuls) {
+      const o = best[`ours:${mm}`];
+      rows.push({
+        model: m.label, quant: `q${bits} / ${bits === 4 ? 'Q4_0' : 'Q8_0'}`, matmul: mm, layers: o?.layers ?? layers, error: error?.error ?? null, error_log: error?.log ?? null,
+        llama: l, ours: o, bandwidth_gb_s: { min: Math.min(...bw), max: bwMax }, load_average: { min: Math.min(...load), max: Math.max(...load) },
+        prefill_ratio: o && l ? o.prefill_tok_s / l.prefill_tok_s : null,
+        decode_ratio: o && l ? o.decode_tok_s / l.decode_tok_s : null,
+        // Decode streams every weight once per token: the ceiling is bandwidth / bytes per token.
+        ours_decode_of_ceiling: o ? (o.decode_tok_s * o.weight_bytes) / 1e9 / bwMax : null,
+      });
+    }
   }
 
 if (json) console.log(JSON.stringify({ threads, prompt, gen, reps, matmul, layers: layers || 'full', rows }));
 else {
   const mib = (b) => (b / 2 ** 20).toFixed(0);
   console.log(`mlxcel (--matmul ${matmul}) vs llama.cpp (node-llama-cpp ${LLAMA_VERSION}, prebuilt CPU), ${threads} threads, prompt ${prompt}, gen ${gen}, warm-up ${warmup} tokens, best of ${reps}; ratios = ours / llama.cpp`);
-  console.log('| model | quant | layers | prefill tok/s llama.cpp / ours | ratio | decode tok/s llama.cpp / ours | ratio | ours decode / bandwidth ceiling | peak RSS MiB llama.cpp / ours | bandwidth GB/s | load avg |');
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+  const col = matmuls.length > 1; // a column for our precision when there is more than one
+  console.log(`| model | quant |${col ? ' ours --matmul |' : ''} layers | prefill tok/s llama.cpp / ours | ratio | decode tok/s llama.cpp / ours | ratio | ours decode / bandwidth ceiling | peak RSS MiB llama.cpp / ours | bandwidth GB/s | load avg |`);
+  console.log(`|---|---|${col ? '---|' : ''}---|---|---|---|---|---|---|---|---|`);
   for (const r of rows) {
     if (r.error) {
-      console.log(`| ${r.model} | ${r.quant} | ${r.layers} | ${r.error} |`);
+      console.log(`| ${r.model} | ${r.quant} |${col ? ` ${r.matmul} |` : ''} ${r.layers} | ${r.error} |`);
       continue;
     }
     console.log(
-      `| ${r.model} | ${r.quant} | ${r.layers} | ${r.llama.prefill_tok_s.toFixed(1)} / ${r.ours.prefill_tok_s.toFixed(1)} | ${r.prefill_ratio.toFixed(2)}x ` +
+      `| ${r.model} | ${r.quant} |${col ? ` ${r.matmul} |` : ''} ${r.layers} | ${r.llama.prefill_tok_s.toFixed(1)} / ${r.ours.prefill_tok_s.toFixed(1)} | ${r.prefill_ratio.toFixed(2)}x ` +
         `| ${r.llama.decode_tok_s.toFixed(2)} / ${r.ours.decode_tok_s.toFixed(2)} | ${r.decode_ratio.toFixed(2)}x | ${(100 * r.ours_decode_of_ceiling).toFixed(0)}% ` +
         `| ${mib(r.llama.peak_rss_bytes)} / ${mib(r.ours.peak_rss_bytes)} | ${r.bandwidth_gb_s.min.toFixed(1)}-${r.bandwidth_gb_s.max.toFixed(1)} | ${r.load_average.min.toFixed(1)}-${r.load_average.max.toFixed(1)} |`,
     );
