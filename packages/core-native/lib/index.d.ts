@@ -21,8 +21,9 @@ export interface NativeWeight {
   bits?: 2 | 3 | 4 | 5 | 6 | 8;
   groupSize?: 32 | 64 | 128;
   /**
-   * A feed-forward (MLP) weight, quantized only: under the `mixed` matmul precision its
-   * integer-activation matmuls take 8-bit activations, every other weight's 16-bit ones.
+   * A feed-forward (MLP) weight: under the `mixed` matmul precision its integer-activation matmuls take
+   * 8-bit activations, every other weight's 16-bit ones. Any dtype; only MLX affine weights take
+   * integer activations at all.
    */
   ffn?: boolean;
 }

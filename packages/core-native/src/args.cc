@@ -130,6 +130,12 @@ WeightRef weight_arg(const Napi::Value& v, const char* fn, const char* name) {
   r.cols = int_arg(o.Get("cols"), fn, (std::string(name) + ".cols").c_str(), 1, int64_t(1) << 40);
   Bytes data = bytes_arg(o.Get("data"), fn, (std::string(name) + ".data").c_str());
   r.data = data.data;
+  // Optional on every dtype (a float weight marked ffn takes the exact path like any float weight).
+  const Napi::Value ffn = o.Get("ffn");
+  if (!ffn.IsUndefined() && !ffn.IsNull()) {
+    if (!ffn.IsBoolean()) throw_type(env, w + ".ffn must be a boolean when given");
+    r.ffn = ffn.As<Napi::Boolean>().Value();
+  }
   if (r.dtype != kQAffine) {
     size_t need = size_t(count_of(env, fn, r.rows, r.cols)) * (r.dtype == kF32 ? 4 : 2);
     if (data.size < need)
@@ -156,11 +162,6 @@ WeightRef weight_arg(const Napi::Value& v, const char* fn, const char* name) {
   if (b.size < sbytes) throw_range(env, w + ".biases has " + std::to_string(b.size) + " bytes, needs " + std::to_string(sbytes));
   r.scales = s.data;
   r.biases = b.data;
-  const Napi::Value ffn = o.Get("ffn");
-  if (!ffn.IsUndefined() && !ffn.IsNull()) {
-    if (!ffn.IsBoolean()) throw_type(env, w + ".ffn must be a boolean when given");
-    r.ffn = ffn.As<Napi::Boolean>().Value();
-  }
   return r;
 }
 

@@ -109,6 +109,8 @@ describe('setMatmulPrecision', () => {
   it('rejects a non-boolean ffn, naming the field', () => {
     const w = { ...nativeQ(randomQ(4, 64, 4, 64, 2, 3)), ffn: 1 } as unknown as native.NativeWeight;
     expect(() => native.matmul(new Float32Array(64), 1, w, null, new Float32Array(4))).toThrow(/weight\.ffn must be a boolean/);
+    const fw = { dtype: 0, data: new Float32Array(4 * 64), rows: 4, cols: 64, ffn: 'yes' } as unknown as native.NativeWeight;
+    expect(() => native.matmul(new Float32Array(64), 1, fw, null, new Float32Array(4))).toThrow(/weight\.ffn must be a boolean/);
   });
 });
 
