@@ -120,18 +120,18 @@ for (const bits of quants)
       log(`writing ${path}`);
       worker(['gguf', key, bits, layers, path]);
     }
-    // Engines: llama, then ours once per precision ("ours:fast", ...), alternating within each repetition.
-    const engines = ['llama', ...matmuls.map((mm) => `ours:${mm}`)];
-    const best = Object.fromEntries(engines.map((e) => [e, null]));
+    // Runs in each repetition: llama.cpp, then ours once per precision (key "ours:<precision>").
+    const engines = [{ key: 'llama' }, ...matmuls.map((mm) => ({ key: `ours:${mm}`, matmul: mm }))];
+    const best = Object.fromEntries(engines.map((e) => [e.key, null]));
     const bw = [], load = [];
     let error = null;
     for (let rep = 0; rep < reps && !error; rep++)
-      for (const engine of engines) {
+      for (const { key: engine, matmul: mm } of engines) {
         const b = worker(['bandwidth']).gb_s;
         bw.push(b);
         load.push(loadavg()[0]);
         log(`${m.label} q${bits} rep ${rep + 1}/${reps}: ${engine} (bandwidth ${b.toFixed(1)} GB/s, load average ${loadavg()[0].toFixed(1)})`);
-        const r = engine === 'llama' ? worker(['llama', path, prompt, gen, threads, warmup]) : worker(['ours', key, bits, layers, prompt, gen, engine.slice(5), warmup]);
+        const r = engine === 'llama' ? worker(['llama', path, prompt, gen, threads, warmup]) : worker(['ours', key, bits, layers, prompt, gen, mm, warmup]);
         if (r.error) {
           error = r;
           log(`${r.error}\n${(r.log || []).join('\n')}`);

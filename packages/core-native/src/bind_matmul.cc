@@ -12,10 +12,13 @@
 namespace mlx {
 namespace {
 
-// Activation planes of quantized matmuls: 0 exact, 2 ("fast", 16-bit) or 1 ("int8", 8-bit); the second
-// for weights marked ffn. exact (0, 0), fast (2, 2), int8 (1, 1), mixed (2, 1).
-std::atomic<int> g_act_planes{0};
-std::atomic<int> g_act_planes_ffn{0};
+// The process-wide precision, one value so a reader never sees half of a change. kPlanes gives the
+// activation planes of quantized matmuls per mode: 0 exact, 2 (16-bit) or 1 (8-bit), for unmarked
+// weights and for weights marked ffn.
+enum Precision : int { kExact = 0, kFast = 1, kInt8 = 2, kMixed = 3 };
+constexpr const char* kPrecisionNames[] = {"exact", "fast", "int8", "mixed"};
+constexpr int kPlanes[][2] = {{0, 0}, {2, 2}, {1, 1}, {2, 1}};
+std::atomic<int> g_precision{kExact};
 
 Napi::Value Matmul(const Napi::CallbackInfo& info) {
   const char* fn = "matmul";
@@ -26,7 +29,7 @@ Napi::Value Matmul(const Napi::CallbackInfo& info) {
   float* y = f32_arg(info[4], fn, "out", count_of(info.Env(), fn, M, w.rows));
   if (M > 0 && w.rows > 0) {
     const KernelTable& k = kernels();
-    const int planes = (w.ffn ? g_act_planes_ffn : g_act_planes).load(std::memory_order_relaxed);
+    const int planes = kPlanes[g_precision.load(std::memory_order_relaxed)][w.ffn ? 1 : 0];
     if (!(planes && k.matmul_q8act(x, M, w, bias, y, planes))) k.matmul(x, M, w, bias, y);
   }
   return info.Env().Undefined();
@@ -34,17 +37,16 @@ Napi::Value Matmul(const Napi::CallbackInfo& info) {
 
 Napi::Value SetMatmulPrecision(const Napi::CallbackInfo& info) {
   const std::string mode = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : std::string();
-  if (mode != "exact" && mode != "fast" && mode != "int8" && mode != "mixed")
-    throw_type(info.Env(), "setMatmulPrecision: mode must be \"exact\", \"fast\", \"int8\" or \"mixed\"");
-  g_act_planes.store(mode == "fast" || mode == "mixed" ? 2 : mode == "int8" ? 1 : 0);
-  g_act_planes_ffn.store(mode == "fast" ? 2 : mode == "int8" || mode == "mixed" ? 1 : 0);
-  return Napi::String::New(info.Env(), mode);
+  for (int p = kExact; p <= kMixed; p++)
+    if (mode == kPrecisionNames[p]) {
+      g_precision.store(p);
+      return Napi::String::New(info.Env(), mode);
+    }
+  throw_type(info.Env(), "setMatmulPrecision: mode must be \"exact\", \"fast\", \"int8\" or \"mixed\"");
 }
 
 Napi::Value MatmulPrecision(const Napi::CallbackInfo& info) {
-  const int planes = g_act_planes.load(), ffn = g_act_planes_ffn.load();
-  const char* mode = planes == 2 ? (ffn == 1 ? "mixed" : "fast") : planes == 1 ? "int8" : "exact";
-  return Napi::String::New(info.Env(), mode);
+  return Napi::String::New(info.Env(), kPrecisionNames[g_precision.load()]);
 }
 
 Napi::Value Gather(const Napi::CallbackInfo& info) {
