@@ -3,7 +3,12 @@
 //   1. the core clock, from a chain of dependent integer adds (one per cycle on every x86 core);
 //   2. vpdpbusd on zmm and on ymm, 12 independent register chains (the integer GEMMs' only multiply);
 //   3. vfmadd231ps zmm (the exact f32 GEMM's), vdpbf16ps zmm (AVX512-BF16) and vpaddd zmm, 12 chains;
-//   4. vpdpbusd interleaved with vfmadd / vdpbf16ps (do they issue to separate units?).
+//   4. vpdpbusd interleaved with vfmadd / vdpbf16ps (do they issue to separate units? On the EPYC VM of
+//      docs/benchmarks.md, no: a pair takes two cycles).
+// The asm statements that keep the chains alive are volatile: a non-volatile one whose outputs are
+// never read is deleted with the chains it names (an earlier version lost the FMA half of the pairs so
+// and reported them as issuing side by side). `objdump -d /tmp/avx512-rates | grep -c vfmadd` must
+// count 24.
 // Then the ceilings that follow for the q4 GEMM on two cores: `fast` (16-bit activations, two int8
 // digit planes, so two vpdpbusd per 64 byte products) and `int8` (one).
 // Build and run (x86-64 with AVX-512 VNNI and BF16; not part of the addon or the tests):
@@ -65,8 +70,8 @@ static double clock_ghz() {
 #define OP_FMA(i) a##i = _mm512_fmadd_ps(a##i, kX, kY);
 #define OP_BF(i) a##i = _mm512_dpbf16_ps(a##i, (__m512bh)kB, (__m512bh)kC);
 #define OP_ADD(i) a##i = _mm512_add_epi32(a##i, kB);
-// Every chain is an asm operand each iteration, so none is dead and none can be folded.
-#define KEEPALL __asm__("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5), "+v"(a6), "+v"(a7), "+v"(a8), "+v"(a9), "+v"(a10), "+v"(a11));
+// Every chain is an operand of a volatile asm each iteration, so none is dead and none can be folded.
+#define KEEPALL __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5), "+v"(a6), "+v"(a7), "+v"(a8), "+v"(a9), "+v"(a10), "+v"(a11));
 RATE(dp_zmm, __m512i, SEEDI, OP_DP, KEEPALL)
 RATE(dp_ymm, __m256i, SEEDIY, OP_DPY, KEEPALL)
 RATE(fma_zmm, __m512, SEEDF, OP_FMA, KEEPALL)
@@ -78,9 +83,9 @@ RATE(add_zmm, __m512i, SEEDI, OP_ADD, KEEPALL)
 #define OP_DP_FMA(i) a##i = _mm512_dpbusd_epi32(a##i, kB, kC); f##i = _mm512_fmadd_ps(f##i, kX, kY);
 #define OP_DP_BF(i) a##i = _mm512_dpbusd_epi32(a##i, kB, kC); f##i = _mm512_dpbf16_ps(f##i, (__m512bh)kB, (__m512bh)kC);
 #define KEEPP                                                                                          \
-  __asm__("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5), "+v"(a6), "+v"(a7), "+v"(a8), \
+  __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5), "+v"(a6), "+v"(a7), "+v"(a8), \
           "+v"(a9), "+v"(a10), "+v"(a11));                                                                \
-  __asm__("" : "+v"(f0), "+v"(f1), "+v"(f2), "+v"(f3), "+v"(f4), "+v"(f5), "+v"(f6), "+v"(f7), "+v"(f8), \
+  __asm__ volatile("" : "+v"(f0), "+v"(f1), "+v"(f2), "+v"(f3), "+v"(f4), "+v"(f5), "+v"(f6), "+v"(f7), "+v"(f8), \
           "+v"(f9), "+v"(f10), "+v"(f11));
 RATE(dp_with_fma, __m512i, SEEDP, OP_DP_FMA, KEEPP)
 RATE(dp_with_bf16, __m512i, SEEDP, OP_DP_BF, KEEPP)
