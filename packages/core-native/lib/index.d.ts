@@ -87,6 +87,14 @@ export declare function gather(ids: Int32Array, w: NativeWeight, out: Float32Arr
 export declare function rmsNorm(x: Float32Array, rows: number, dim: number, weight: Float32Array | null, eps: number, plusOne: boolean, out: Float32Array): void;
 export declare function layerNorm(x: Float32Array, rows: number, dim: number, weight: Float32Array | null, bias: Float32Array | null, eps: number, out: Float32Array): void;
 export declare function softmax(x: Float32Array, rows: number, dim: number, out: Float32Array): void;
+/**
+ * Log-softmax of one row, `out = x - (max + log(sum(exp(x - max))))` (out may be x: in place), with the
+ * row's max, the first index holding it (-1 when every element is -Infinity) and the first NaN's index
+ * (-1: none). With a NaN, or a max of +-Infinity, `out` is unspecified: the caller reports the row.
+ * Multi-threaded over fixed blocks of 4096 elements (f32 block sums added in double, in order), so the
+ * result does not depend on the thread count. The sampler's step over the vocabulary.
+ */
+export declare function logSoftmax(x: Float32Array, out: Float32Array): { max: number; argmax: number; firstNaN: number };
 export declare function unary(op: number, x: Float32Array, out: Float32Array): void;
 export declare function binary(op: number, a: Float32Array, b: Float32Array, out: Float32Array): void;
 export declare function affine(x: Float32Array, s: number, t: number, out: Float32Array): void;

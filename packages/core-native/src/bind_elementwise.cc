@@ -62,6 +62,25 @@ Napi::Value Softmax(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// logSoftmax(x, out) -> { max, argmax, firstNaN }: one row; out may be x (in place).
+Napi::Value LogSoftmax(const Napi::CallbackInfo& info) {
+  const char* fn = "logSoftmax";
+  const int64_t n = length_of(info[0], fn, "x");
+  if (n == 0) throw_range(info.Env(), "logSoftmax: x must not be empty");
+  const float* x = f32_arg(info[0], fn, "x", n);
+  if (length_of(info[1], fn, "out") != n)
+    throw_range(info.Env(), "logSoftmax: out must have x's length (" + std::to_string(n) + ")");
+  float* out = f32_arg(info[1], fn, "out", n);
+  float mx = 0.f;
+  int64_t arg = -1, nan_at = n;
+  kernels().log_softmax_row(x, n, out, &mx, &arg, &nan_at);
+  Napi::Object r = Napi::Object::New(info.Env());
+  r.Set("max", Napi::Number::New(info.Env(), mx));
+  r.Set("argmax", Napi::Number::New(info.Env(), double(arg)));
+  r.Set("firstNaN", Napi::Number::New(info.Env(), nan_at < n ? double(nan_at) : -1.0));
+  return r;
+}
+
 // unary(op, x, out)
 Napi::Value Unary(const Napi::CallbackInfo& info) {
   const char* fn = "unary";
@@ -232,6 +251,7 @@ void RegisterElementwise(Napi::Env env, Napi::Object exports) {
   exports.Set("rmsNorm", Napi::Function::New(env, RmsNorm, "rmsNorm"));
   exports.Set("layerNorm", Napi::Function::New(env, LayerNorm, "layerNorm"));
   exports.Set("softmax", Napi::Function::New(env, Softmax, "softmax"));
+  exports.Set("logSoftmax", Napi::Function::New(env, LogSoftmax, "logSoftmax"));
   exports.Set("unary", Napi::Function::New(env, Unary, "unary"));
   exports.Set("binary", Napi::Function::New(env, Binary, "binary"));
   exports.Set("affine", Napi::Function::New(env, Affine, "affine"));

@@ -189,6 +189,9 @@ struct KernelTable {
   void (*rms_norm)(const float* x, int64_t rows, int64_t dim, const float* w, float eps, bool plus_one, float* out);
   void (*layer_norm)(const float* x, int64_t rows, int64_t dim, const float* w, const float* b, float eps, float* out);
   void (*softmax)(const float* x, int64_t rows, int64_t dim, float* out);
+  // One row's log-softmax (out may be x), its max, the max's first index (-1 when the row is all -inf)
+  // and the first NaN's index (n: none). With a NaN, or a max of +-inf, out is unspecified.
+  void (*log_softmax_row)(const float* x, int64_t n, float* out, float* max, int64_t* argmax, int64_t* first_nan);
   void (*unary)(int op, const float* x, int64_t n, float* out);
   // out[i] = a[i] op b[i % nb]  (b broadcast along the leading axes when nb < n).
   void (*binary)(int op, const float* a, int64_t n, const float* b, int64_t nb, float* out);

@@ -143,6 +143,55 @@ for (const isa of VARIANTS) {
       checkClose(om.subarray(3), softmaxRef(masked.subarray(3), 3), 1e-7, 1e-5, `${isa} softmax after masked row`);
     });
 
+    it('logSoftmax: one row against a float64 reference, in place, block tails, -inf, the same bits on 1 and 2 threads', () => {
+      // 1, 15, 17: below and around one vector; 4096 / 4097: one block and a 1-element tail block;
+      // 262144 + 5: Gemma's vocabulary, ragged.
+      for (const n of [1, 15, 17, 4096, 4097, 262149]) {
+        const x = randF32(n, n + 3, -30, 30);
+        const r = rng(n);
+        for (let i = 0; i < n; i++) if (r() < 0.1) x[i] = -Infinity;
+        const top = (n * 7) >> 3;
+        x[top] = 40; // the maximum, and a later tie: argmax is the first one
+        if (top + 1 < n) x[top + 1] = 40;
+        let m = -Infinity;
+        for (let i = 0; i < n; i++) m = Math.max(m, x[i]!);
+        let s = 0;
+        for (let i = 0; i < n; i++) s += Math.exp(x[i]! - m);
+        const lse = m + Math.log(s);
+        const out = new Float32Array(n).fill(NaN);
+        expect(native.logSoftmax(x, out)).toEqual({ max: 40, argmax: top, firstNaN: -1 });
+        let worst = 0;
+        for (let i = 0; i < n; i++) {
+          if (x[i] === -Infinity) expect(out[i], `n=${n} [${i}]`).toBe(-Infinity);
+          else worst = Math.max(worst, Math.abs(out[i]! - (x[i]! - lse)) / Math.max(1, Math.abs(x[i]! - lse)));
+        }
+        expect(worst, `${isa} n=${n}`).toBeLessThanOrEqual(1e-6);
+        const inPlace = x.slice();
+        native.logSoftmax(inPlace, inPlace);
+        expect(inPlace).toEqual(out);
+        const threads = native.cpuInfo().threads;
+        native.setThreads(1);
+        const one = new Float32Array(n);
+        native.logSoftmax(x, one);
+        native.setThreads(threads);
+        expect(one).toEqual(out);
+      }
+    });
+
+    it('logSoftmax: reports the first NaN, +Infinity and an all -Infinity row; rejects bad arguments', () => {
+      const x = new Float32Array(10000).fill(1);
+      x[9000] = NaN;
+      x[5000] = NaN;
+      expect(native.logSoftmax(x, new Float32Array(10000)).firstNaN).toBe(5000);
+      const inf = new Float32Array(100).fill(2);
+      inf[42] = Infinity;
+      expect(native.logSoftmax(inf, new Float32Array(100))).toMatchObject({ max: Infinity, argmax: 42, firstNaN: -1 });
+      expect(native.logSoftmax(new Float32Array(5000).fill(-Infinity), new Float32Array(5000))).toMatchObject({ argmax: -1, firstNaN: -1 });
+      expect(() => native.logSoftmax(new Float32Array(4), new Float32Array(3))).toThrow(/logSoftmax: out must have x's length \(4\)/);
+      expect(() => native.logSoftmax(new Float32Array(0), new Float32Array(0))).toThrow(/logSoftmax: x must not be empty/);
+      expect(() => native.logSoftmax(new Float64Array(4) as unknown as Float32Array, new Float32Array(4))).toThrow(/logSoftmax: x must be a Float32Array/);
+    });
+
     for (const [name, [op, ref]] of Object.entries(UNARY)) {
       it(`unary ${name}: lengths ${SIZES.join(', ')} over a wide range`, () => {
         for (const n of SIZES) {

@@ -7,10 +7,13 @@
 // Matmul precision as `mlxcel serve` runs it (fast: 16-bit integer activations in quantized matmuls,
 // decode GEMVs included) unless --matmul says otherwise; every precision keeps batched == single.
 //
-//   node packages/engine/bench/batch.mjs [--model gemma3n|gemma4|phi35] [--layers N] [--prompt 32] [--gen 32] [--batches 1,2,4,8] [--matmul fast|exact|int8|mixed] [--weight-memory resident|mapped]
+//   node packages/engine/bench/batch.mjs [--model gemma3n|gemma4|phi35] [--layers N] [--prompt 32] [--gen 32] [--batches 1,2,4,8] [--matmul fast|exact|int8|mixed] [--weight-memory resident|mapped] [--profile]
+// --profile: per batch size, the native kernel time per op kind over the decode steps (prefill
+// excluded: counting starts once every prompt has its first token) and what is left of the wall time
+// (JS, scheduling, waiting), per decode step.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { setMatmulPrecision } from '@mlxcel/core-native';
+import { setMatmulPrecision, startProfile, stopProfile } from '@mlxcel/core-native';
 import { setWeightPlacement, weightPlacement } from '@mlxcel/tensor';
 import { BatchScheduler, randomModel, readJson } from '../dist/index.js';
 
@@ -33,6 +36,7 @@ const gen = Number(flag('gen', '32'));
 const batches = flag('batches', '1,2,4,8').split(',').map(Number);
 const precision = setMatmulPrecision(flag('matmul', 'fast'));
 if (flag('weight-memory')) setWeightPlacement(flag('weight-memory'));
+const profile = args.includes('--profile');
 
 const model = randomModel(readJson(join(root, CONFIGS[name]), name), { layers, quantize: { bits: 4, groupSize: 64 }, seed: 0 });
 const loaded = { dir: name, config: {}, model, tokenizer: null, chatTemplate: null, eosIds: [], generationConfig: {} };
@@ -40,16 +44,22 @@ const prompt = (k) => Int32Array.from({ length: promptLen }, (_, i) => (i * 7919
 
 async function run(n) {
   const sched = new BatchScheduler(loaded, { maxBatch: n });
-  let first = 0;
+  let first = 0, firsts = 0;
   const t0 = performance.now();
   const gens = Array.from({ length: n }, (_, k) => sched.submit(prompt(k), { maxTokens: gen, temperature: 0 }));
   // Decode time starts when the last request has its first token (all prompts prefilled).
   await Promise.all(gens.map(async (g) => {
     let i = 0;
-    for await (const _ of g) if (++i === 1) first = Math.max(first, performance.now());
+    for await (const _ of g)
+      if (++i === 1) {
+        first = Math.max(first, performance.now());
+        // The last prompt's first token: every later step is decode only.
+        if (profile && ++firsts === n) startProfile();
+      }
   }));
   const t1 = performance.now();
-  return { n, total: (t1 - t0) / 1000, decodeTokS: (n * (gen - 1)) / ((t1 - first) / 1000) };
+  const ops = profile ? stopProfile() : undefined;
+  return { n, total: (t1 - t0) / 1000, decodeTokS: (n * (gen - 1)) / ((t1 - first) / 1000), ops, decodeMs: t1 - first };
 }
 
 await run(1); // warm-up
@@ -59,4 +69,10 @@ for (const n of batches) {
   const r = await run(n);
   if (n === batches[0]) base = r.decodeTokS / n;
   console.log(`  ${String(n).padStart(2)} concurrent: aggregate decode ${r.decodeTokS.toFixed(1)} tok/s (${(r.decodeTokS / n).toFixed(1)} per request) = ${(r.decodeTokS / base).toFixed(2)}x one request`);
+  if (r.ops) {
+    // Approximately gen - 1 steps after the profile starts (a late first token shortens it a little).
+    const steps = gen - 1, nativeMs = Object.values(r.ops).reduce((a, o) => a + o.ms, 0);
+    const rows = Object.entries(r.ops).slice(0, 12).map(([k, o]) => `${k} ${(o.ms / steps).toFixed(2)}`);
+    console.log(`     per decode step (ms): wall ${(r.decodeMs / steps).toFixed(2)}, native ${(nativeMs / steps).toFixed(2)} [${rows.join(', ')}], rest ${((r.decodeMs - nativeMs) / steps).toFixed(2)}`);
+  }
 }

