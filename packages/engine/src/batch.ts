@@ -19,6 +19,7 @@
 import { freemem } from 'node:os';
 import { kvBuffers, kvBytesFor, type PrefixPoolStats, type PrefixTrack } from '@mlxcel/cache';
 import { asPrefixReusable } from '@mlxcel/models-core';
+import { persistentFloats } from '@mlxcel/tensor';
 import { MlxcelError } from './errors.js';
 import type { LoadedModel } from './load.js';
 import { DEFAULT_PREFIX_BLOCK, DEFAULT_PREFIX_CHUNK, PrefixCache, prefixIneligible, releaseKv } from './prefix.js';
@@ -167,6 +168,12 @@ export class BatchScheduler {
   private readonly active: Active[] = [];
   private running = false;
   private reserved = 0;
+  /**
+   * The decode steps' logits, [batch, vocab], reused step after step: sampleStep consumes every
+   * sequence's row before the next decodeStep writes it (a fresh [8, 262144] array per step was 8 MiB of
+   * new pages and garbage each step).
+   */
+  private decodeLogits: Float32Array = new Float32Array(0);
 
   constructor(private readonly loaded: LoadedModel, opts: SchedulerOptions = {}) {
     this.maxBatch = opts.maxBatch ?? 8;
@@ -383,9 +390,11 @@ export class BatchScheduler {
     const batch = this.active.filter((a) => a.next !== null);
     if (!batch.length) return;
     try {
+      const need = batch.length * this.loaded.model.vocabSize;
+      if (this.decodeLogits.length < need) this.decodeLogits = persistentFloats(need);
       const out = this.loaded.model.forward(
         batch.map((a) => ({ ids: Int32Array.of(a.next!), state: a.state, embeddingOverrides: a.opts.decodeEmbedding?.(a.next!) })),
-        { logits: 'last' },
+        { logits: 'last', logitsOut: this.decodeLogits },
       );
       batch.forEach((a, k) => {
         a.next = null;

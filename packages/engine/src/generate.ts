@@ -74,12 +74,14 @@ export class Generation implements AsyncIterable<GeneratedToken> {
     const t0 = performance.now();
     let logits = promptPrefill.runAll(opts.onPrefillProgress);
     const tPrefill = performance.now();
+    // Every step's logits are consumed (sampled, copied where kept) before the next step: one buffer.
+    const logitsOut = new Float32Array(loaded.model.vocabSize);
     while (emitter.hasBudget) {
       if (opts.signal?.aborted) { emitter.abort(); break; }
       const { items, next } = emitter.emit(logits);
       for (const item of items) yield item;
       if (next === null) break;
-      logits = decodeOne(loaded.model, state, next, opts.decodeEmbedding);
+      logits = decodeOne(loaded.model, state, next, opts.decodeEmbedding, logitsOut);
       await yieldToLoop();
     }
     this.resolveStats(emitter.stats(ids.length, t0, tPrefill - t0, performance.now()));

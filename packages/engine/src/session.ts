@@ -151,12 +151,17 @@ export class PromptPrefill {
 /** Lets the event loop run (streamed output, cancellation) between synchronous forward passes. */
 export const yieldToLoop = (): Promise<void> => new Promise<void>((r) => setImmediate(r));
 
-/** One decode step of one sequence: feeds `token`, returns the logits of its position [V]. */
+/**
+ * One decode step of one sequence: feeds `token`, returns the logits of its position [V]. With
+ * `logitsOut` (at least V floats) they are written there and the result is a view into it, valid until
+ * the buffer is written again (generate() reuses one buffer for the whole generation).
+ */
 export function decodeOne(
   model: LanguageModel, state: SequenceState, token: number,
   decodeEmbedding?: (token: number) => ForwardInput['embeddingOverrides'] | undefined,
+  logitsOut?: Float32Array,
 ): Float32Array {
-  const out = model.forward([{ ids: Int32Array.of(token), state, embeddingOverrides: decodeEmbedding?.(token) }], { logits: 'last' })[0]!;
+  const out = model.forward([{ ids: Int32Array.of(token), state, embeddingOverrides: decodeEmbedding?.(token) }], { logits: 'last', logitsOut })[0]!;
   return out.subarray(out.length - model.vocabSize);
 }
 

@@ -6,7 +6,7 @@
  * mup_width_multiplier. Only returned rows are projected: with `logits: 'last'` that is one row per
  * sequence, which matters with 262k-row vocabularies.
  */
-import { NonFiniteError, ops, type Linear } from '@mlxcel/tensor';
+import { MlxcelError, NonFiniteError, ops, type Linear } from '@mlxcel/tensor';
 import { gatherRows, outputRows, type BatchLayout } from './batch.js';
 
 /** RMSNorm or LayerNorm: normalizes rows of width `dim`. */
@@ -21,6 +21,11 @@ export interface LmHeadOptions {
   divideBy?: number | null;
 }
 
+/** ForwardOptions.logitsOut shorter than the logits it must hold. */
+export function logitsOutTooSmall(have: number, rows: number, vocab: number): MlxcelError {
+  return new MlxcelError('E_INPUT', `forward: opts.logitsOut holds ${have} floats, but ${rows} logits row(s) of vocab ${vocab} need ${rows * vocab}`);
+}
+
 export class LmHead {
   readonly softcap: number | null;
   readonly divideBy: number | null;
@@ -33,13 +38,19 @@ export class LmHead {
     return this.proj.outFeatures;
   }
 
-  /** h [N, H] (the final hidden rows, before the norm) → logits per sequence ([rows, V] each). */
-  forward(h: Float32Array, layout: BatchLayout<{ start: number; len: number; newLen: number }>, which: 'all' | 'last'): Float32Array[] {
+  /**
+   * h [N, H] (the final hidden rows, before the norm) → logits per sequence ([rows, V] each), written to
+   * `out` (views into it) when given (ForwardOptions.logitsOut).
+   */
+  forward(
+    h: Float32Array, layout: BatchLayout<{ start: number; len: number; newLen: number }>, which: 'all' | 'last', out?: Float32Array,
+  ): Float32Array[] {
     const H = this.proj.inFeatures, V = this.vocabSize;
     const { rows, counts } = outputRows(layout, which);
+    if (out && out.length < rows.length * V) throw logitsOutTooSmall(out.length, rows.length, V);
     const x = gatherRows(h, H, rows); // [R, H]
     this.norm.forward(x, H, x);
-    const logits = this.proj.forward(x, rows.length); // [R, V]
+    const logits = this.proj.forward(x, rows.length, out?.subarray(0, rows.length * V)); // [R, V]
     // The one per-step NaN/Inf check, fused with the soft-cap in one native pass over [R, V]: the check
     // reads the values before c·tanh(z/c), which maps ±Inf to ±c and would hide them (non-finite values
     // are left as they are; DecoderModel.forward then locates where they first appear).
@@ -53,12 +64,12 @@ export class LmHead {
       const d = this.divideBy;
       for (let i = 0; i < logits.length; i++) logits[i] = logits[i]! / d;
     }
-    const out: Float32Array[] = [];
+    const perSeq: Float32Array[] = [];
     let r = 0;
     for (const c of counts) {
-      out.push(logits.subarray(r * V, (r + c) * V));
+      perSeq.push(logits.subarray(r * V, (r + c) * V));
       r += c;
     }
-    return out;
+    return perSeq;
   }
 }

@@ -9,8 +9,8 @@ import {
   assertFinite, isNonFiniteFailure, locateNonFinite, NonFiniteError, nonFiniteReport, withLayerArenas,
   type ForwardInput, type ForwardOptions, type LanguageModel, type MlxcelError, type SequenceState, type StateOptions,
 } from '@mlxcel/tensor';
-import type { BatchLayout } from './batch.js';
-import type { LmHead } from './head.js';
+import { outputRows, type BatchLayout } from './batch.js';
+import { logitsOutTooSmall, type LmHead } from './head.js';
 
 /**
  * Receives each named intermediate of a forward pass over all rows of the batch: `embeddings` and
@@ -91,10 +91,15 @@ export abstract class DecoderModel<S extends SequenceState, L extends BatchLayou
 
   forward(batch: ForwardInput[], opts: ForwardOptions = {}): Float32Array[] {
     const layout = this.layoutBatch(batch);
+    // Checked before the pass, so a short buffer costs nothing and leaves every state as it was.
+    if (opts.logitsOut) {
+      const rows = outputRows(layout, opts.logits ?? 'all').rows.length;
+      if (opts.logitsOut.length < rows * this.vocabSize) throw logitsOutTooSmall(opts.logitsOut.length, rows, this.vocabSize);
+    }
     let logits: Float32Array[];
     try {
       const h = this.finalHiddenStates(layout, opts.onHiddenState);
-      logits = this.lmHead.forward(h, layout, opts.logits ?? 'all');
+      logits = this.lmHead.forward(h, layout, opts.logits ?? 'all', opts.logitsOut);
     } catch (e) {
       this.abandon(layout);
       if (isNonFiniteFailure(e) && !this.locating) throw this.locateNonFinite(batch, e);

@@ -92,6 +92,31 @@ describe.each(CASES)('%s', (name) => {
     expect(maxAbsDiff(a, reference.subarray(n * V, (n + 1) * V))).toBeLessThanOrEqual(TOL);
   });
 
+  it('logitsOut: the logits are written there (views into it), bit for bit; a short buffer fails before the pass', () => {
+    const V = model.vocabSize, T = ids.length;
+    const a = model.newState(), b = model.newState(), c = model.newState();
+    const buf = new Float32Array(2 * V + 7).fill(NaN);
+    const [pa, pb] = model.forward([{ ids, state: a }, { ids: ids.subarray(0, 5), state: b }], { logits: 'last', logitsOut: buf });
+    expect(pa!.buffer).toBe(buf.buffer);
+    expect(pb!.byteOffset).toBe(buf.byteOffset + V * 4);
+    // The same pass into fresh arrays gives the same bits (batched rows may differ from `reference` in
+    // the last bits: other row counts take other matmul paths, see TOL).
+    const [fa, fb] = model.forward([{ ids, state: c }, { ids: ids.subarray(0, 5), state: model.newState() }], { logits: 'last' });
+    expect(pa).toEqual(fa);
+    expect(pb).toEqual(fb);
+    expect(maxAbsDiff(pa!, reference.subarray((T - 1) * V))).toBeLessThanOrEqual(TOL);
+    const next = Int32Array.of(ids[0]!);
+    const offset = a.offset;
+    expect(() => model.forward([{ ids: next, state: a }], { logits: 'last', logitsOut: new Float32Array(V - 1) })).toThrow(
+      /opts\.logitsOut holds \d+ floats, but 1 logits row\(s\) of vocab \d+ need/,
+    );
+    expect(a.offset).toBe(offset); // nothing ran
+    // The next step into the reused buffer equals the same step into a fresh array on a state that never
+    // failed (c: prefilled in the same batch shape as a).
+    const reused = model.forward([{ ids: next, state: a }], { logits: 'last', logitsOut: buf })[0]!;
+    expect(reused).toEqual(model.forward([{ ids: next, state: c }], { logits: 'last' })[0]!);
+  });
+
   it('rank-1 ids as a plain array == Int32Array', () => {
     const out = model.forward([{ ids: Array.from(ids) as unknown as Int32Array, state: model.newState() }])[0]!;
     expect(maxAbsDiff(out, reference)).toBe(0);

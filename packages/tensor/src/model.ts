@@ -54,6 +54,13 @@ export interface ForwardOptions {
    * The values are the model's own buffers: copy what you keep.
    */
   onHiddenState?: (name: string, values: Float32Array, width: number) => void;
+  /**
+   * Where to write the logits (at least returned rows × vocab floats) instead of a new array; the
+   * returned arrays are then views into it, valid until the caller writes it again. For callers that
+   * consume the logits before their next pass (the batch scheduler's and generate()'s decode steps): a
+   * fresh [8, 262144] array per step was 8 MiB of new pages and garbage each step.
+   */
+  logitsOut?: Float32Array;
 }
 
 export interface LanguageModel {
