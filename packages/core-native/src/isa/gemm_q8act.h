@@ -260,13 +260,16 @@ static void q8act_pack_tile(const WeightRef& w, int64_t n0, int nr, int64_t k0, 
 // (32 rows), so each broadcast x value feeds two dot instructions and each W load MR of them: with one
 // vector per tile the inner loop issued one load per dot instruction and ran at about half the dot
 // rate (measured at M = 512, 4096x4096 q4: fast 452 -> 556, int8 795 -> 932 GFLOP/s). The x rows per
-// micro-kernel then shrink so that MR x NV i32 and f32 accumulator sets (two i32 sets with two planes)
-// and the NV W vectors fit the 32 registers: 6 rows with one plane (12 + 12 + 2), 4 with two
-// (16 + 8 + 2). Up to kQ8WideM rows the one-vector tile stays: its 8 KiB W tile and the chunk of every x
+// micro-kernel then shrink so that MR x NV i32 and f32 accumulator sets and the NV W vectors fit the 32
+// registers: 6 rows (12 + 12 + 2), with two planes too since they take one plane pass after the other
+// (kQ8PlanePasses; with both planes in one pass, two i32 sets: 4 rows, 16 + 8 + 2). Up to kQ8WideM rows the one-vector tile stays: its 8 KiB W tile and the chunk of every x
 // row still share L1 (the two-vector tile measured 12-16 % slower at M = 64).
 #if defined(__AVX512VNNI__) && MLX_VL == 16
 constexpr int kQ8MaxNV = 2;
-constexpr int kQ8MR1Wide = 6, kQ8MR2Wide = 4;
+constexpr int kQ8MR1Wide = 6, kQ8MR2Wide = 6;
+// Two digit planes as two passes over each group's codes (q8act_micro): one i32 accumulator set per x
+// row instead of two, so as many x rows per micro-kernel as with one plane, and no vpaddd per group.
+constexpr bool kQ8PlanePasses = true;
 #elif defined(__AVX2__) && MLX_VL == 8 && !defined(__AVXVNNI__)
 // AVX2 (s16 sums, q8act_micro below): each broadcast x value feeds two maddubs, so the vector ALUs spend
 // 2.5 instead of 3 instructions per maddubs (broadcast, maddubs, s16 add). Rows per micro-kernel as
@@ -274,9 +277,11 @@ constexpr int kQ8MR1Wide = 6, kQ8MR2Wide = 4;
 // (1.2x over the one-vector tile), fast 1 row (~1.05x; 2 rows spill the 16 ymm registers).
 constexpr int kQ8MaxNV = 2;
 constexpr int kQ8MR1Wide = 3, kQ8MR2Wide = 1;
+constexpr bool kQ8PlanePasses = false;
 #else
 constexpr int kQ8MaxNV = 1;
 constexpr int kQ8MR1Wide = 1, kQ8MR2Wide = 1;
+constexpr bool kQ8PlanePasses = false;
 #endif
 constexpr int64_t kQ8WideM = 96;
 
@@ -362,23 +367,45 @@ static inline void q8act_micro(const uint32_t* wt, int64_t wstride, const int8_t
     for (int m = 0; m < MR; m++)
       for (int v = 0; v < NV; v++) ia[m][v] = il[m][v] = vi{};
     const uint32_t* wg = wt + g * (G / 4) * VL;
-    for (int k4 = 0; k4 < G / 4; k4++) {
-      q8w wv[NV];
-      for (int v = 0; v < NV; v++) wv[v] = q8_load(wg + v * wstride + k4 * VL);
-      for (int m = 0; m < MR; m++) {
-        int32_t x4;
-        std::memcpy(&x4, xq[m] + g * G + 4 * k4, 4);
-        for (int v = 0; v < NV; v++) ia[m][v] = q8_dot(ia[m][v], wv[v], x4);
-        if (PLANES == 2) {
-          std::memcpy(&x4, xq[m] + plane_off + g * G + 4 * k4, 4);
-          for (int v = 0; v < NV; v++) il[m][v] = q8_dot(il[m][v], wv[v], x4);
+    // One pass over the group's codes per digit plane (hi, then lo); see kQ8PlanePasses.
+    auto pass = [&](int64_t off) {
+      for (int k4 = 0; k4 < G / 4; k4++) {
+        q8w wv[NV];
+        for (int v = 0; v < NV; v++) wv[v] = q8_load(wg + v * wstride + k4 * VL);
+        for (int m = 0; m < MR; m++) {
+          int32_t x4;
+          std::memcpy(&x4, xq[m] + off + g * G + 4 * k4, 4);
+          for (int v = 0; v < NV; v++) ia[m][v] = q8_dot(ia[m][v], wv[v], x4);
         }
       }
-    }
-    // 256 * hi-plane sum + lo-plane sum: |sum| <= G * 255 * 32639 < 2^31 for G <= 128.
-    if (PLANES == 2)
+    };
+    if (PLANES == 2 && kQ8PlanePasses) {
+      // The hi plane's sums, times 256, then the lo plane's products added onto them by the dot
+      // instruction itself: the same integer as (hi << 8) + lo below (every partial sum stays below
+      // 2^31), with one accumulator set instead of two.
+      pass(0);
       for (int m = 0; m < MR; m++)
-        for (int v = 0; v < NV; v++) ia[m][v] = (ia[m][v] << 8) + il[m][v];
+        for (int v = 0; v < NV; v++) ia[m][v] = ia[m][v] << 8;
+      pass(plane_off);
+    } else {
+      for (int k4 = 0; k4 < G / 4; k4++) {
+        q8w wv[NV];
+        for (int v = 0; v < NV; v++) wv[v] = q8_load(wg + v * wstride + k4 * VL);
+        for (int m = 0; m < MR; m++) {
+          int32_t x4;
+          std::memcpy(&x4, xq[m] + g * G + 4 * k4, 4);
+          for (int v = 0; v < NV; v++) ia[m][v] = q8_dot(ia[m][v], wv[v], x4);
+          if (PLANES == 2) {
+            std::memcpy(&x4, xq[m] + plane_off + g * G + 4 * k4, 4);
+            for (int v = 0; v < NV; v++) il[m][v] = q8_dot(il[m][v], wv[v], x4);
+          }
+        }
+      }
+      // 256 * hi-plane sum + lo-plane sum: |sum| <= G * 255 * 32639 < 2^31 for G <= 128.
+      if (PLANES == 2)
+        for (int m = 0; m < MR; m++)
+          for (int v = 0; v < NV; v++) ia[m][v] = (ia[m][v] << 8) + il[m][v];
+    }
     for (int v = 0; v < NV; v++) {
       const vf s = vload(sc + v * sstride + g * VL), b = vload(bi + v * sstride + g * VL);
       for (int m = 0; m < MR; m++) a[m][v] += __builtin_convertvector(ia[m][v], vf) * (s * dx[m][g]) + b * xs[m][g];
@@ -471,7 +498,7 @@ static bool matmul_q8act(const float* x, int64_t M, const WeightRef& w, const fl
   auto run = [&](auto nvc) {
     constexpr int NV = decltype(nvc)::value, TR = NV * VL;
     // x rows per micro-kernel: two i32 accumulator sets per row with two planes, so fewer rows.
-    constexpr int MR1 = NV == 2 ? kQ8MR1Wide : kQ8MR, MR2 = NV == 2 ? kQ8MR2Wide : kQ8MR / 2;
+    constexpr int MR1 = NV == 2 ? kQ8MR1Wide : kQ8MR, MR2 = NV == 2 ? kQ8MR2Wide : kQ8PlanePasses ? kQ8MR : kQ8MR / 2;
     const int64_t tiles = (N + TR - 1) / TR;
     parallel_for(tiles * mbk, 1, [&](int64_t t0, int64_t t1) {
       static thread_local Q8ActScratch s;
