@@ -7,7 +7,7 @@
  */
 import {
   assertFinite, isNonFiniteFailure, locateNonFinite, NonFiniteError, nonFiniteReport, withLayerArenas,
-  type ForwardInput, type ForwardOptions, type LanguageModel, type MlxcelError, type SequenceState, type StateOptions,
+  type ForwardInput, type ForwardOptions, type LanguageModel, MlxcelError, type SequenceState, type StateOptions,
 } from '@mlxcel/tensor';
 import { outputRows, type BatchLayout } from './batch.js';
 import { logitsOutTooSmall, type LmHead } from './head.js';
@@ -92,7 +92,9 @@ export abstract class DecoderModel<S extends SequenceState, L extends BatchLayou
   forward(batch: ForwardInput[], opts: ForwardOptions = {}): Float32Array[] {
     const layout = this.layoutBatch(batch);
     // Checked before the pass, so a short buffer costs nothing and leaves every state as it was.
-    if (opts.logitsOut) {
+    if (opts.logitsOut !== undefined) {
+      if (!(opts.logitsOut instanceof Float32Array))
+        throw new MlxcelError('E_INPUT', 'forward: opts.logitsOut must be a Float32Array');
       const rows = outputRows(layout, opts.logits ?? 'all').rows.length;
       if (opts.logitsOut.length < rows * this.vocabSize) throw logitsOutTooSmall(opts.logitsOut.length, rows, this.vocabSize);
     }

@@ -110,6 +110,9 @@ describe.each(CASES)('%s', (name) => {
     expect(() => model.forward([{ ids: next, state: a }], { logits: 'last', logitsOut: new Float32Array(V - 1) })).toThrow(
       /opts\.logitsOut holds \d+ floats, but 1 logits row\(s\) of vocab \d+ need/,
     );
+    expect(() => model.forward([{ ids: next, state: a }], { logits: 'last', logitsOut: new Float64Array(V) as unknown as Float32Array })).toThrow(
+      /opts\.logitsOut must be a Float32Array/,
+    );
     expect(a.offset).toBe(offset); // nothing ran
     // The next step into the reused buffer equals the same step into a fresh array on a state that never
     // failed (c: prefilled in the same batch shape as a).
