@@ -8,8 +8,9 @@
  *
  * - From 2 MiB on, `floats` takes core-native's `alloc` (mapped from the OS, 2 MiB aligned, advised for
  *   transparent huge pages; fresh, it still cost 1.8-2.1 ms per MiB in the same runs) instead of the heap.
- * - Inside the layer loop (`withLayerArenas`, models-core runLayers) those arrays come from two
- *   **layer arenas** instead, memory that stays mapped and is handed out again: layer l's arrays are
+ * - Inside the layer loop (`withLayerArenas`, models-core runLayers) those arrays, and every smaller one
+ *   from ARENA_MIN_BYTES (4 KiB) on, come from two **layer arenas** instead, memory that stays mapped
+ *   and is handed out again: layer l's arrays are
  *   taken from arena l % 2, which is reset when layer l + 2 starts. So an array a layer makes stays
  *   valid through the next layer (its output is the next layer's input) and is reused after that, as
  *   llama.cpp's graph allocator reuses one compute buffer. The rule for layer code: nothing a layer
@@ -23,6 +24,15 @@ import * as native from '@mlxcel/core-native';
 
 /** Arrays of at least this many bytes come from `alloc` or a layer arena instead of the JS heap. */
 export const LARGE_ARRAY_BYTES = 2 << 20;
+/**
+ * Inside a layer loop, arrays from this many bytes on come from the layer arena too: a batched decode
+ * step makes tens of [batch, hidden] and [batch, intermediate] arrays per layer (64-256 KiB at 8
+ * sequences), and as fresh heap arrays (calloc'd, zeroed, then garbage) they were 6 ms of
+ * `outputFloats` and ~12 ms of GC per 8-sequence Gemma 3n step (`node --cpu-prof
+ * packages/engine/bench/batch.mjs --batches 8`). The lifetime rule is the same for every size (and the
+ * poisoned test runs already put every size in the arena).
+ */
+export const ARENA_MIN_BYTES = 4 << 10;
 /** A layer arena grows by chunks of at least this many bytes. */
 const ARENA_CHUNK_BYTES = 32 << 20;
 /**
@@ -131,8 +141,9 @@ function large(n: number): Float32Array | null {
   const scope = scopes[scopes.length - 1];
   // Poisoning puts every array of a layer in the arena, so the tiny test models check the lifetimes too.
   if (poison && scope && scope.current >= 0) return scope.pair[scope.current].take(n);
+  // Inside a layer loop from ARENA_MIN_BYTES on (see there), outside it from LARGE_ARRAY_BYTES on.
+  if (scope && scope.current >= 0 && n * 4 >= ARENA_MIN_BYTES) return scope.pair[scope.current].take(n);
   if (n * 4 < LARGE_ARRAY_BYTES) return null;
-  if (scope && scope.current >= 0) return scope.pair[scope.current].take(n);
   return new Float32Array(freshBuffer(n * 4));
 }
 

@@ -10,7 +10,7 @@ export {
 export { SafetensorsFile, writeSafetensors, type TensorInfo } from './safetensors.js';
 export { Checkpoint, MemoryWeights, RenamedWeights, type WeightStore } from './checkpoint.js';
 export * as ops from './ops.js';
-export { floats, freshBuffer, outputFloats, persistentFloats, withLayerArenas, layerArenaBytes, setArenaPoison, ARENA_KEEP_BYTES, LARGE_ARRAY_BYTES } from './buffers.js';
+export { floats, freshBuffer, outputFloats, persistentFloats, withLayerArenas, layerArenaBytes, setArenaPoison, ARENA_KEEP_BYTES, ARENA_MIN_BYTES, LARGE_ARRAY_BYTES } from './buffers.js';
 export {
   Linear, Embedding, RMSNorm, LayerNorm, loadWeight, loadVector, quantConfigOf, quantParamsFor,
   type QuantConfig, type LoadOptions,

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ARENA_KEEP_BYTES, floats, LARGE_ARRAY_BYTES, layerArenaBytes, outputFloats, persistentFloats, setArenaPoison, withLayerArenas } from '../src/index.js';
+import { ARENA_KEEP_BYTES, ARENA_MIN_BYTES, floats, LARGE_ARRAY_BYTES, layerArenaBytes, outputFloats, persistentFloats, setArenaPoison, withLayerArenas } from '../src/index.js';
 
 const BIG = LARGE_ARRAY_BYTES / 4; // floats in the smallest array that leaves the JS heap
 
@@ -33,6 +33,26 @@ describe('layer arenas', () => {
     expect(seen[3]!.buffer).toBe(seen[1]!.buffer);
     expect(seen[0]!.buffer).not.toBe(seen[1]!.buffer);
     expect(layerArenaBytes()).toBeGreaterThanOrEqual(2 * BIG * 4);
+  });
+
+  it('take arrays from ARENA_MIN_BYTES on inside a layer loop (a batched decode step\'s rows), smaller ones from the heap', () => {
+    const n = ARENA_MIN_BYTES / 4;
+    expect(n * 4).toBeLessThan(LARGE_ARRAY_BYTES);
+    const got: Float32Array[] = [];
+    const small: Float32Array[] = [];
+    withLayerArenas((nextLayer) => {
+      for (let l = 0; l < 3; l++) {
+        nextLayer();
+        got.push(outputFloats(n));
+        small.push(outputFloats(n - 1));
+      }
+    });
+    expect(got[2]!.buffer).toBe(got[0]!.buffer); // layer 2 reused layer 0's arena memory
+    expect(got[2]!.byteOffset).toBe(got[0]!.byteOffset);
+    expect(got[0]!.buffer.byteLength).toBeGreaterThan(n * 4); // a view into an arena chunk
+    for (const a of small) expect(a.buffer.byteLength).toBe((n - 1) * 4); // its own heap array
+    // Outside a layer loop the same size is an ordinary array.
+    expect(outputFloats(n).buffer.byteLength).toBe(n * 4);
   });
 
   it('clear reused memory for floats (outputFloats may leave it)', () => {
