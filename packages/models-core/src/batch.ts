@@ -116,6 +116,11 @@ export function layoutRows<F extends { fed: Int32Array; p0: number }>(feeds: rea
  * Rows whose logits are returned: per sequence its new rows ('all') or only its last row ('last').
  * Returns the row indices into the concatenated batch and the row count per sequence.
  */
+/** How many rows outputRows(layout, mode) returns, without building them. */
+export function outputRowCount(layout: BatchLayout<{ newLen: number }>, mode: 'all' | 'last'): number {
+  return mode === 'last' ? layout.seqs.length : layout.seqs.reduce((a, s) => a + s.newLen, 0);
+}
+
 export function outputRows(layout: BatchLayout<{ start: number; len: number; newLen: number }>, mode: 'all' | 'last'): { rows: Int32Array; counts: number[] } {
   const counts = layout.seqs.map((s) => (mode === 'last' ? 1 : s.newLen));
   const rows = new Int32Array(counts.reduce((a, b) => a + b, 0));

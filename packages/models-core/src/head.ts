@@ -7,7 +7,7 @@
  * sequence, which matters with 262k-row vocabularies.
  */
 import { MlxcelError, NonFiniteError, ops, type Linear } from '@mlxcel/tensor';
-import { gatherRows, outputRows, type BatchLayout } from './batch.js';
+import { gatherRows, outputRowCount, outputRows, type BatchLayout } from './batch.js';
 
 /** RMSNorm or LayerNorm: normalizes rows of width `dim`. */
 export interface RowNorm {
@@ -19,11 +19,6 @@ export interface LmHeadOptions {
   softcap?: number | null;
   /** Logits are divided by this (a division, as HF does it, not a multiply by the reciprocal); null = none. */
   divideBy?: number | null;
-}
-
-/** ForwardOptions.logitsOut shorter than the logits it must hold. */
-export function logitsOutTooSmall(have: number, rows: number, vocab: number): MlxcelError {
-  return new MlxcelError('E_INPUT', `forward: opts.logitsOut holds ${have} floats, but ${rows} logits row(s) of vocab ${vocab} need ${rows * vocab}`);
 }
 
 export class LmHead {
@@ -39,15 +34,25 @@ export class LmHead {
   }
 
   /**
+   * Checks a ForwardOptions.logitsOut for `forward(h, layout, which, out)`: a Float32Array of at least
+   * rows × vocab floats. Called before the layers run, so a bad buffer leaves every state as it was.
+   */
+  checkLogitsOut(layout: BatchLayout<{ newLen: number }>, which: 'all' | 'last', out: unknown): void {
+    if (!(out instanceof Float32Array)) throw new MlxcelError('E_INPUT', 'forward: opts.logitsOut must be a Float32Array');
+    const rows = outputRowCount(layout, which), V = this.vocabSize;
+    if (out.length < rows * V)
+      throw new MlxcelError('E_INPUT', `forward: opts.logitsOut holds ${out.length} floats, but ${rows} logits row(s) of vocab ${V} need ${rows * V}`);
+  }
+
+  /**
    * h [N, H] (the final hidden rows, before the norm) → logits per sequence ([rows, V] each), written to
-   * `out` (views into it) when given (ForwardOptions.logitsOut).
+   * `out` (views into it) when given (ForwardOptions.logitsOut, see checkLogitsOut).
    */
   forward(
     h: Float32Array, layout: BatchLayout<{ start: number; len: number; newLen: number }>, which: 'all' | 'last', out?: Float32Array,
   ): Float32Array[] {
     const H = this.proj.inFeatures, V = this.vocabSize;
     const { rows, counts } = outputRows(layout, which);
-    if (out && out.length < rows.length * V) throw logitsOutTooSmall(out.length, rows.length, V);
     const x = gatherRows(h, H, rows); // [R, H]
     this.norm.forward(x, H, x);
     const logits = this.proj.forward(x, rows.length, out?.subarray(0, rows.length * V)); // [R, V]

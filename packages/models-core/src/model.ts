@@ -7,10 +7,10 @@
  */
 import {
   assertFinite, isNonFiniteFailure, locateNonFinite, NonFiniteError, nonFiniteReport, withLayerArenas,
-  type ForwardInput, type ForwardOptions, type LanguageModel, MlxcelError, type SequenceState, type StateOptions,
+  type ForwardInput, type ForwardOptions, type LanguageModel, type MlxcelError, type SequenceState, type StateOptions,
 } from '@mlxcel/tensor';
-import { outputRows, type BatchLayout } from './batch.js';
-import { logitsOutTooSmall, type LmHead } from './head.js';
+import type { BatchLayout } from './batch.js';
+import type { LmHead } from './head.js';
 
 /**
  * Receives each named intermediate of a forward pass over all rows of the batch: `embeddings` and
@@ -91,13 +91,7 @@ export abstract class DecoderModel<S extends SequenceState, L extends BatchLayou
 
   forward(batch: ForwardInput[], opts: ForwardOptions = {}): Float32Array[] {
     const layout = this.layoutBatch(batch);
-    // Checked before the pass, so a short buffer costs nothing and leaves every state as it was.
-    if (opts.logitsOut !== undefined) {
-      if (!(opts.logitsOut instanceof Float32Array))
-        throw new MlxcelError('E_INPUT', 'forward: opts.logitsOut must be a Float32Array');
-      const rows = outputRows(layout, opts.logits ?? 'all').rows.length;
-      if (opts.logitsOut.length < rows * this.vocabSize) throw logitsOutTooSmall(opts.logitsOut.length, rows, this.vocabSize);
-    }
+    if (opts.logitsOut !== undefined) this.lmHead.checkLogitsOut(layout, opts.logits ?? 'all', opts.logitsOut);
     let logits: Float32Array[];
     try {
       const h = this.finalHiddenStates(layout, opts.onHiddenState);

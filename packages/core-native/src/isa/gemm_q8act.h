@@ -379,7 +379,9 @@ static inline void q8act_micro(const uint32_t* wt, int64_t wstride, const int8_t
         }
       }
     };
-    if (PLANES == 2 && kQ8PlanePasses) {
+    if (PLANES == 1) {
+      pass(0);
+    } else if (kQ8PlanePasses) {
       // The hi plane's sums, times 256, then the lo plane's products added onto them by the dot
       // instruction itself: the same integer as (hi << 8) + lo below (every partial sum stays below
       // 2^31), with one accumulator set instead of two.
@@ -388,23 +390,23 @@ static inline void q8act_micro(const uint32_t* wt, int64_t wstride, const int8_t
         for (int v = 0; v < NV; v++) ia[m][v] = ia[m][v] << 8;
       pass(plane_off);
     } else {
+      // Both planes in one walk over the codes (each W load feeds both), summed apart.
       for (int k4 = 0; k4 < G / 4; k4++) {
         q8w wv[NV];
         for (int v = 0; v < NV; v++) wv[v] = q8_load(wg + v * wstride + k4 * VL);
         for (int m = 0; m < MR; m++) {
-          int32_t x4;
-          std::memcpy(&x4, xq[m] + g * G + 4 * k4, 4);
-          for (int v = 0; v < NV; v++) ia[m][v] = q8_dot(ia[m][v], wv[v], x4);
-          if (PLANES == 2) {
-            std::memcpy(&x4, xq[m] + plane_off + g * G + 4 * k4, 4);
-            for (int v = 0; v < NV; v++) il[m][v] = q8_dot(il[m][v], wv[v], x4);
+          int32_t hi, lo;
+          std::memcpy(&hi, xq[m] + g * G + 4 * k4, 4);
+          std::memcpy(&lo, xq[m] + plane_off + g * G + 4 * k4, 4);
+          for (int v = 0; v < NV; v++) {
+            ia[m][v] = q8_dot(ia[m][v], wv[v], hi);
+            il[m][v] = q8_dot(il[m][v], wv[v], lo);
           }
         }
       }
       // 256 * hi-plane sum + lo-plane sum: |sum| <= G * 255 * 32639 < 2^31 for G <= 128.
-      if (PLANES == 2)
-        for (int m = 0; m < MR; m++)
-          for (int v = 0; v < NV; v++) ia[m][v] = (ia[m][v] << 8) + il[m][v];
+      for (int m = 0; m < MR; m++)
+        for (int v = 0; v < NV; v++) ia[m][v] = (ia[m][v] << 8) + il[m][v];
     }
     for (int v = 0; v < NV; v++) {
       const vf s = vload(sc + v * sstride + g * VL), b = vload(bi + v * sstride + g * VL);
