@@ -5,6 +5,10 @@
 // weights marked feed-forward (`ffn: true`: the MLP projections, most of a prefill's multiply-adds) and
 // 16 bits to the rest (attention projections, routers, the head), whose errors the models amplify most.
 #include <atomic>
+#include <cstring>
+#include <utility>
+
+#include "threadpool.h"
 
 #include "args.h"
 #include "bindings.h"
@@ -64,11 +68,62 @@ Napi::Value Gather(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// packQ4Tiles(weight, { data, scales, biases }): writes a 4-bit row-layout weight in the 16-row tile layout
+// (kWeightTiles16, kernels.h) into the three given buffers (each at least the size of its counterpart,
+// none overlapping the input). Pure data movement: the layout holds the same codes, scales and biases.
+Napi::Value PackQ4Tiles(const Napi::CallbackInfo& info) {
+  const char* fn = "packQ4Tiles";
+  Napi::Env env = info.Env();
+  WeightRef w = weight_arg(info[0], fn, "weight");
+  if (w.dtype != kQAffine || w.layout != kWeightRows)
+    throw_range(env, "packQ4Tiles: weight must be an MLX affine quantized weight in the row layout");
+  if (w.bits != 4 || w.rows % 16 != 0 || w.cols % 128 != 0)
+    throw_range(env, "packQ4Tiles: the 16-row tile layout needs 4-bit codes, rows a multiple of 16 and cols a multiple of 128 (got " +
+                         std::to_string(w.bits) + "-bit [" + std::to_string(w.rows) + ", " + std::to_string(w.cols) + "])");
+  if (!info[1].IsObject()) throw_type(env, "packQ4Tiles: out must be an object { data, scales, biases }");
+  Napi::Object o = info[1].As<Napi::Object>();
+  const int64_t K = w.cols, gpr = K / w.group, sb = w.scale_dtype == kF32 ? 4 : 2;
+  const size_t code_bytes = size_t(count_of(env, fn, w.rows, K / 2)), scale_bytes = size_t(count_of(env, fn, w.rows, gpr, sb));
+  Bytes d = bytes_arg(o.Get("data"), fn, "out.data"), s = bytes_arg(o.Get("scales"), fn, "out.scales"), b = bytes_arg(o.Get("biases"), fn, "out.biases");
+  auto check = [&](const Bytes& x, size_t need, const char* what, std::initializer_list<std::pair<const uint8_t*, size_t>> inputs) {
+    if (x.size < need)
+      throw_range(env, std::string("packQ4Tiles: out.") + what + " has " + std::to_string(x.size) + " bytes, needs " + std::to_string(need));
+    for (auto in : inputs)
+      if (x.data < in.first + in.second && in.first < x.data + need)
+        throw_range(env, std::string("packQ4Tiles: out.") + what + " overlaps the input weight");
+  };
+  const std::initializer_list<std::pair<const uint8_t*, size_t>> ins = {{w.data, code_bytes}, {w.scales, scale_bytes}, {w.biases, scale_bytes}};
+  check(d, code_bytes, "data", ins);
+  check(s, scale_bytes, "scales", ins);
+  check(b, scale_bytes, "biases", ins);
+  const int64_t words = K / 8;
+  parallel_for(w.rows / 16, 4, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; t++)
+      for (int r = 0; r < 16; r++) {
+        const int64_t row = t * 16 + r;
+        const uint8_t* src = w.data + row * (K / 2);
+        uint8_t* dst = d.data + (t * words * 16 + r) * 4;
+        for (int64_t j = 0; j < words; j++) std::memcpy(dst + j * 64, src + j * 4, 4);
+        for (int64_t g = 0; g < gpr; g++) {
+          const int64_t from = (row * gpr + g) * sb, to = ((t * gpr + g) * 16 + r) * sb;
+          std::memcpy(s.data + to, w.scales + from, size_t(sb));
+          std::memcpy(b.data + to, w.biases + from, size_t(sb));
+        }
+      }
+  });
+  return env.Undefined();
+}
+
+// q4TileLayout(): whether the running kernels read the 16-row tile layout (so a loader should repack).
+Napi::Value Q4TileLayout(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), kernels().q4_tiles); }
+
 }  // namespace
 
 void RegisterMatmul(Napi::Env env, Napi::Object exports) {
   exports.Set("matmul", Napi::Function::New(env, Matmul, "matmul"));
   exports.Set("gather", Napi::Function::New(env, Gather, "gather"));
+  exports.Set("packQ4Tiles", Napi::Function::New(env, PackQ4Tiles, "packQ4Tiles"));
+  exports.Set("q4TileLayout", Napi::Function::New(env, Q4TileLayout, "q4TileLayout"));
   exports.Set("setMatmulPrecision", Napi::Function::New(env, SetMatmulPrecision, "setMatmulPrecision"));
   exports.Set("matmulPrecision", Napi::Function::New(env, MatmulPrecision, "matmulPrecision"));
 }

@@ -26,7 +26,15 @@ struct WeightRef {
   // A feed-forward (MLP) weight: in the "mixed" matmul precision its integer-activation matmuls take
   // 8-bit activations while every other weight takes 16-bit ones (bind_matmul.cc). Read by no kernel.
   bool ffn = false;
+  // kWeightRows: row r's codes at data + r * cols * bits / 8, its scales / biases at r * groups.
+  // kWeightTiles16 (4-bit codes only; rows % 16 == 0, cols % 128 == 0; see pack_q4_tiles): 16 rows
+  // interleaved one 32-bit code word (8 codes, low nibble first) at a time, so that one 64-byte vector
+  // holds the same word of 16 rows and an integer dot product's i32 lanes are weight rows. With
+  // t = r / 16, j = c / 8: row r's word j is u32 number (t * cols / 8 + j) * 16 + r % 16 of data, and its
+  // group g scale / bias is element (t * groups + g) * 16 + r % 16. Same byte sizes as kWeightRows.
+  int layout = 0;
 };
+enum WeightLayout : int { kWeightRows = 0, kWeightTiles16 = 1 };
 
 // KV storage read by the attention kernel (packages/cache). A cache hands one or more segments per
 // sequence (e.g. a quantized body plus a full-precision staging tail); slots of all segments of a
@@ -183,6 +191,9 @@ struct KernelTable {
   // isa/gemm_q8act.h): returns false, y untouched, where it does not apply (then matmul must run); used
   // only in the "fast" (2 planes) and "int8" (1 plane) matmul precisions.
   bool (*matmul_q8act)(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int planes);
+  // Whether this variant's kernels read kWeightTiles16 weights (matmul and gather; not the MoE kernels).
+  // Only then does a loader repack (pack_q4_tiles): everywhere else the row layout is the fast one.
+  bool q4_tiles;
   // out[i, :] = W[ids[i], :] dequantized to f32.
   void (*gather_rows)(const int32_t* ids, int64_t n, const WeightRef& w, float* out);
   // RMSNorm; w may be null (no scale); plus_one uses (1 + w) as Gemma does.

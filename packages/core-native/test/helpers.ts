@@ -279,3 +279,50 @@ export function checkClose(a: ArrayLike<number>, e: ArrayLike<number>, abs: numb
 
 /** Every kernel variant this binary has and this CPU runs (the conformance tests iterate them all). */
 export const VARIANTS: string[] = native.cpuInfo().variants;
+
+/**
+ * The integer-activation matmul's definition (test/matmul-q8act.test.ts's header) in float64
+ * (integer dot products exact), with the error normaliser per element.
+ */
+export function q8actReference(x: Float32Array, M: number, q: QWeight, bias: Float32Array | null, T: number) {
+  const f = Math.fround;
+  const K = q.cols, N = q.rows, G = q.group, gpr = K / G, rowBytes = (K * q.bits) / 8;
+  const xq = new Int32Array(M * K), dx = new Float64Array(M * gpr), xs = new Float64Array(M * gpr), xa = new Float64Array(M * gpr);
+  for (let m = 0; m < M; m++)
+    for (let g = 0; g < gpr; g++) {
+      let mx = 0, s = 0, a = 0;
+      for (let c = g * G; c < (g + 1) * G; c++) {
+        mx = Math.max(mx, Math.abs(x[m * K + c]!));
+        s += x[m * K + c]!;
+        a += Math.abs(x[m * K + c]!);
+      }
+      dx[m * gpr + g] = f(mx / T);
+      xs[m * gpr + g] = s;
+      xa[m * gpr + g] = a;
+      const inv = mx > 0 ? f(T / mx) : 0;
+      for (let c = g * G; c < (g + 1) * G; c++) xq[m * K + c] = roundHalfEven(f(x[m * K + c]! * inv));
+    }
+  const y = new Float64Array(M * N), norm = new Float64Array(M * N);
+  for (let n = 0; n < N; n++) {
+    const row = q.packed.subarray(n * rowBytes, (n + 1) * rowBytes);
+    const codes = new Int32Array(K);
+    for (let c = 0; c < K; c++) codes[c] = codeAt(row, q.bits, c);
+    for (let m = 0; m < M; m++) {
+      let acc = bias ? bias[n]! : 0, l1 = bias ? Math.abs(bias[n]!) : 0;
+      for (let g = 0; g < gpr; g++) {
+        const s = decodeFloat(q.scales, q.scaleDtype, n * gpr + g), b = decodeFloat(q.biases, q.scaleDtype, n * gpr + g);
+        let dot = 0, mag = 0;
+        for (let c = g * G; c < (g + 1) * G; c++) {
+          dot += codes[c]! * xq[m * K + c]!;
+          mag += codes[c]! * Math.abs(xq[m * K + c]!);
+        }
+        const d = dx[m * gpr + g]!;
+        acc += s * d * dot + b * xs[m * gpr + g]!;
+        l1 += Math.abs(s * d) * mag + Math.abs(b) * xa[m * gpr + g]!;
+      }
+      y[m * N + n] = acc;
+      norm[m * N + n] = l1;
+    }
+  }
+  return { y, norm };
+}

@@ -10,7 +10,7 @@
 // mode must give the exact path's bits.
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import * as native from '../lib/index.js';
-import { codeAt, decodeFloat, nativeQ, randF32, randomQ, VARIANTS, type QWeight, type ScaleDtype } from './helpers.js';
+import { nativeQ, q8actReference as reference, randF32, randomQ, VARIANTS, type ScaleDtype } from './helpers.js';
 
 const BOUND = 4e-6;
 const initialIsa = native.cpuInfo().isa;
@@ -21,55 +21,6 @@ afterEach(() => native.setMatmulPrecision('exact'));
 const FAST_BITS: Record<string, number[]> = { avx2: [4], avx2vnni: [4, 8], avx512vnni: [4, 8], avx512amx: [4, 8], neon_dotprod: [4] };
 /** Code widths the GEMV (M <= 16) takes the integer activations for (K % 128 == 0 here). */
 const GEMV_FAST_BITS: Record<string, number[]> = { avx2: [4], avx512vnni: [4, 8], avx512amx: [4, 8] };
-
-const f = Math.fround;
-function roundHalfEven(v: number): number {
-  const r = Math.round(v);
-  return Math.abs(v - Math.trunc(v)) === 0.5 && r % 2 !== 0 ? r - 1 : r;
-}
-
-/** The definition above in float64 (integer dot products exact), with the error normaliser per element. */
-function reference(x: Float32Array, M: number, q: QWeight, bias: Float32Array | null, T: number) {
-  const K = q.cols, N = q.rows, G = q.group, gpr = K / G, rowBytes = (K * q.bits) / 8;
-  const xq = new Int32Array(M * K), dx = new Float64Array(M * gpr), xs = new Float64Array(M * gpr), xa = new Float64Array(M * gpr);
-  for (let m = 0; m < M; m++)
-    for (let g = 0; g < gpr; g++) {
-      let mx = 0, s = 0, a = 0;
-      for (let c = g * G; c < (g + 1) * G; c++) {
-        mx = Math.max(mx, Math.abs(x[m * K + c]!));
-        s += x[m * K + c]!;
-        a += Math.abs(x[m * K + c]!);
-      }
-      dx[m * gpr + g] = f(mx / T);
-      xs[m * gpr + g] = s;
-      xa[m * gpr + g] = a;
-      const inv = mx > 0 ? f(T / mx) : 0;
-      for (let c = g * G; c < (g + 1) * G; c++) xq[m * K + c] = roundHalfEven(f(x[m * K + c]! * inv));
-    }
-  const y = new Float64Array(M * N), norm = new Float64Array(M * N);
-  for (let n = 0; n < N; n++) {
-    const row = q.packed.subarray(n * rowBytes, (n + 1) * rowBytes);
-    const codes = new Int32Array(K);
-    for (let c = 0; c < K; c++) codes[c] = codeAt(row, q.bits, c);
-    for (let m = 0; m < M; m++) {
-      let acc = bias ? bias[n]! : 0, l1 = bias ? Math.abs(bias[n]!) : 0;
-      for (let g = 0; g < gpr; g++) {
-        const s = decodeFloat(q.scales, q.scaleDtype, n * gpr + g), b = decodeFloat(q.biases, q.scaleDtype, n * gpr + g);
-        let dot = 0, mag = 0;
-        for (let c = g * G; c < (g + 1) * G; c++) {
-          dot += codes[c]! * xq[m * K + c]!;
-          mag += codes[c]! * Math.abs(xq[m * K + c]!);
-        }
-        const d = dx[m * gpr + g]!;
-        acc += s * d * dot + b * xs[m * gpr + g]!;
-        l1 += Math.abs(s * d) * mag + Math.abs(b) * xa[m * gpr + g]!;
-      }
-      y[m * N + n] = acc;
-      norm[m * N + n] = l1;
-    }
-  }
-  return { y, norm };
-}
 
 function run(x: Float32Array, M: number, w: native.NativeWeight, bias: Float32Array | null, mode: native.MatmulPrecision): Float32Array {
   native.setMatmulPrecision(mode);

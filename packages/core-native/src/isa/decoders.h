@@ -74,8 +74,43 @@ static inline uint32_t code_at(const uint8_t* row, int bits, int64_t c) {
   return (w >> sh) & ((1u << bits) - 1u);
 }
 
+// Elements [c0, c0 + n) (whole groups) of row r of a kWeightTiles16 weight as a one-row kWeightRows weight
+// of n columns, its codes, scales and biases copied into buf: the row readers that are not written for
+// tiles (gather, the exact prefill GEMM's decode, the f32 GEMV of a non-finite x) read it through this.
+struct TiledRowBuf {
+  Scratch codes, scales, biases;
+};
+static WeightRef tiled_row_view(const WeightRef& w, int64_t r, int64_t c0, int64_t n, TiledRowBuf& buf) {
+  const int64_t K = w.cols, G = w.group, gpr = K / G, t = r / 16, lane = r % 16;
+  const uint32_t* words = reinterpret_cast<const uint32_t*>(w.data) + t * (K / 8) * 16 + lane;
+  uint32_t* c = buf.codes.get<uint32_t>(size_t(n / 8));
+  for (int64_t j = 0; j < n / 8; j++) c[j] = words[(c0 / 8 + j) * 16];
+  const int sb = w.scale_dtype == kF32 ? 4 : 2;
+  const int64_t ng = n / G;
+  uint8_t* s = buf.scales.get<uint8_t>(size_t(ng * sb));
+  uint8_t* b = buf.biases.get<uint8_t>(size_t(ng * sb));
+  for (int64_t g = 0; g < ng; g++) {
+    const int64_t at = ((t * gpr + c0 / G + g) * 16 + lane) * sb;
+    std::memcpy(s + g * sb, w.scales + at, size_t(sb));
+    std::memcpy(b + g * sb, w.biases + at, size_t(sb));
+  }
+  WeightRef v = w;
+  v.layout = kWeightRows;
+  v.rows = 1;
+  v.cols = n;
+  v.data = reinterpret_cast<const uint8_t*>(c);
+  v.scales = s;
+  v.biases = b;
+  return v;
+}
+
 // Dequantizes elements [c0, c0 + n) of row r into out (natural order). n is a whole number of groups.
 static void dequant_row_range(const WeightRef& w, int64_t r, int64_t c0, int64_t n, float* out) {
+  if (w.layout == kWeightTiles16) {
+    static thread_local TiledRowBuf buf;
+    dequant_row_range(tiled_row_view(w, r, c0, n, buf), 0, 0, n, out);
+    return;
+  }
   const int64_t K = w.cols;
   const int64_t row_bytes = K * w.bits / 8;
   const uint8_t* row = w.data + r * row_bytes;
@@ -124,6 +159,11 @@ static inline bool decodes_pair_permuted(const WeightRef& w) {
 // 8-bit codes use the vector decoders; other widths the scalar one. Used by both prefill GEMMs.
 static void decode_row_block(const WeightRef& w, int64_t r, int64_t c0, int64_t n, float* out) {
   if (w.dtype != kQAffine) { float_row_range(w, r, c0, n, out); return; }
+  if (w.layout == kWeightTiles16) {
+    static thread_local TiledRowBuf buf;
+    decode_row_block(tiled_row_view(w, r, c0, n, buf), 0, 0, n, out);
+    return;
+  }
   const int G = w.group;
   const int64_t gpr = w.cols / G;
   const uint8_t* row = w.data + r * (w.cols * w.bits / 8);

@@ -159,10 +159,12 @@ static bool q8act_quantize(const float* x, int64_t r0, int64_t r1, int64_t M, in
 // (missing rows zero).
 static void q8act_pack_scales(const WeightRef& w, int64_t n0, int nr, int64_t k0, int64_t kc, float* sc, float* bi) {
   const int64_t G = w.group, gpr = w.cols / G;
+  const bool tiled = w.layout == kWeightTiles16;  // then n0 % 16 == 0 and nr == 16 (rows % 16 == 0)
   for (int r = 0; r < VL; r++)
     for (int64_t g = 0; g < kc / G; g++) {
-      sc[g * VL + r] = r < nr ? scale_at(w.scales, w.scale_dtype, (n0 + r) * gpr + k0 / G + g) : 0.f;
-      bi[g * VL + r] = r < nr ? scale_at(w.biases, w.scale_dtype, (n0 + r) * gpr + k0 / G + g) : 0.f;
+      const int64_t at = tiled ? ((n0 / 16) * gpr + k0 / G + g) * 16 + r : (n0 + r) * gpr + k0 / G + g;
+      sc[g * VL + r] = r < nr ? scale_at(w.scales, w.scale_dtype, at) : 0.f;
+      bi[g * VL + r] = r < nr ? scale_at(w.biases, w.scale_dtype, at) : 0.f;
     }
 }
 
@@ -204,14 +206,20 @@ static void q8act_pack_tile(const WeightRef& w, int64_t n0, int nr, int64_t k0, 
     const __m512i nib = _mm512_set1_epi8(0x0f);
     for (int64_t j = 0; j < kc / cpb; j++) {
       __m512i rows[16], t[16];
-      for (int r = 0; r < 16; r++) {
-        if (r < nr) {
-          const uint8_t* p = w.data + (n0 + r) * row_bytes + (k0 + j * cpb) * w.bits / 8;
-          rows[r] = _mm512_loadu_si512(p);
-          _mm_prefetch(reinterpret_cast<const char*>(p + 256), _MM_HINT_T0);
-        } else rows[r] = _mm512_setzero_si512();
+      if (w.layout == kWeightTiles16) {
+        // Already 16 rows per vector (kernels.h): word k0 / 8 + 16 j + i of the tile is t[i].
+        const uint32_t* src = reinterpret_cast<const uint32_t*>(w.data) + ((n0 / 16) * (w.cols / 8) + (k0 + j * cpb) / 8) * 16;
+        for (int i = 0; i < 16; i++) t[i] = _mm512_loadu_si512(src + i * 16);
+      } else {
+        for (int r = 0; r < 16; r++) {
+          if (r < nr) {
+            const uint8_t* p = w.data + (n0 + r) * row_bytes + (k0 + j * cpb) * w.bits / 8;
+            rows[r] = _mm512_loadu_si512(p);
+            _mm_prefetch(reinterpret_cast<const char*>(p + 256), _MM_HINT_T0);
+          } else rows[r] = _mm512_setzero_si512();
+        }
+        transpose16x16_epi32(rows, t);
       }
-      transpose16x16_epi32(rows, t);
       if (w.bits == 4) {
         uint32_t* o = wt + j * 32 * VL;
         for (int i = 0; i < 16; i++) {

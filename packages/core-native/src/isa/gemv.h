@@ -25,9 +25,19 @@ static inline void for_x_blocks(int64_t M, const F& f) {
   }
 }
 
+#if defined(__AVX512VNNI__) && MLX_VL == 16
+static void gemv_tiles(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int np);  // gemv_tiles.h
+#endif
+
 // np: digit planes of x for the AVX-512 VNNI path: 3 = the exact split (every other path is exact
 // too), 2 / 1 = the "fast" / "int8" integer activations (matmul_q8act passes them; see vnni_prepare).
 static void gemv(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int np = 3) {
+#if defined(__AVX512VNNI__) && MLX_VL == 16
+  if (w.layout == kWeightTiles16) {  // only this variant is handed tiled weights (KernelTable::q4_tiles)
+    gemv_tiles(x, M, w, bias, y, np);
+    return;
+  }
+#endif
   const int64_t K = w.cols, N = w.rows;
   static thread_local Scratch s_xp, s_xsum;
   const bool quant = w.dtype == kQAffine;

@@ -30,6 +30,7 @@ using namespace mlx;
 #include "gemm_dot.h"
 #include "matmul.h"
 #include "gemm_q8act.h"
+#include "gemv_tiles.h"
 #include "norms_elementwise.h"
 #include "rope.h"
 #include "attention_impl.h"
@@ -49,6 +50,11 @@ static inline mlx::KernelTable make_table(const char* name) {
   t.matmul = matmul;
   t.matmul_q8act = matmul_q8act;
   t.gather_rows = gather_rows;
+#if defined(__AVX512VNNI__) && MLX_VL == 16 && !defined(MLX_AMX)
+  t.q4_tiles = true;  // gemv_tiles.h; the AMX GEMM packs from rows only
+#else
+  t.q4_tiles = false;
+#endif
   t.rms_norm = rms_norm;
   t.layer_norm = layer_norm;
   t.softmax = softmax;

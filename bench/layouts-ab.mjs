@@ -1,0 +1,73 @@
+#!/usr/bin/env node
+// The row layout and the 16-row tile layout (packQ4Tiles) of the same q4 weights, side by side in one
+// process and one build: the same matmul through each, turns alternating (each layout goes first in
+// half the repetitions), median of the paired per-repetition ratios, and the largest difference of the
+// outputs. Weights cycle over >= 512 MiB of copies in huge-page blocks (one set per layout), so every
+// call reads DRAM as a model's decode step does; --l2 uses one small copy instead (the kernel's own rate).
+//   node bench/layouts-ab.mjs [--m 1,8] [--n 6144] [--k 1536] [--precisions fast,int8,exact] [--threads N] [--l2]
+import { createRequire } from 'node:module';
+import { q4Weight } from './q4-weight.mjs';
+
+const require = createRequire(import.meta.url);
+const native = require('../packages/core-native/lib/index.cjs');
+const args = process.argv.slice(2);
+const flag = (name, dflt) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : dflt;
+};
+if (!native.q4TileLayout()) {
+  console.error(`layouts-ab: the ${native.cpuInfo().isa} kernels do not read the tile layout`);
+  process.exit(1);
+}
+if (flag('threads')) native.setThreads(Number(flag('threads')));
+const N = Number(flag('n', 6144)), K = Number(flag('k', 1536));
+const l2 = args.includes('--l2');
+const codeBytes = (N * K) / 2, scaleBytes = (N * K) / 64 * 2;
+const copies = l2 ? 1 : Math.max(2, Math.ceil((512 << 20) / codeBytes));
+const rowsBlock = new Uint8Array(native.alloc(copies * codeBytes)), tilesBlock = new Uint8Array(native.alloc(copies * codeBytes));
+const rows = [], tiles = [];
+for (let i = 0; i < copies; i++) {
+  const w = q4Weight(N, K, rowsBlock.subarray(i * codeBytes, (i + 1) * codeBytes));
+  // Distinct scales per copy so no copy's scales stay cached for the next.
+  w.scales = new Uint8Array(w.scales);
+  w.biases = new Uint8Array(w.biases);
+  const t = { ...w, data: tilesBlock.subarray(i * codeBytes, (i + 1) * codeBytes), scales: new Uint8Array(scaleBytes), biases: new Uint8Array(scaleBytes), layout: 1 };
+  native.packQ4Tiles(w, t);
+  rows.push(w);
+  tiles.push(t);
+}
+const median = (a) => [...a].sort((u, v) => u - v)[a.length >> 1];
+const reps = l2 ? 15 : 9;
+for (const M of flag('m', '1,8').split(',').map(Number)) {
+  const x = new Float32Array(M * K).map((_, i) => Math.sin(i * 0.37));
+  const yR = new Float32Array(M * N), yT = new Float32Array(M * N);
+  for (const p of flag('precisions', 'fast,int8,exact').split(',')) {
+    native.setMatmulPrecision(p);
+    const calls = l2 ? 20 : 1;
+    const pass = (ws, y) => {
+      const t = performance.now();
+      for (let c = 0; c < calls; c++) for (const w of ws) native.matmul(x, M, w, null, y);
+      return performance.now() - t;
+    };
+    pass(rows, yR);
+    pass(tiles, yT);
+    const tr = [], tt = [], ratio = [];
+    for (let r = 0; r < reps; r++) {
+      let a, b;
+      if (r & 1) { b = pass(tiles, yT); a = pass(rows, yR); }
+      else { a = pass(rows, yR); b = pass(tiles, yT); }
+      tr.push(a);
+      tt.push(b);
+      ratio.push(a / b);
+    }
+    let maxd = 0, maxy = 0;
+    for (let i = 0; i < yR.length; i++) {
+      maxd = Math.max(maxd, Math.abs(yR[i] - yT[i]));
+      maxy = Math.max(maxy, Math.abs(yR[i]));
+    }
+    const bytes = calls * copies * (codeBytes + 2 * scaleBytes);
+    const gbs = (ms) => (bytes / ms / 1e6).toFixed(1);
+    console.log(`${p} M=${M} ${N}x${K} ${l2 ? 'in L2' : `from DRAM (${copies} copies)`}: rows ${gbs(median(tr))} GB/s, tiles ${gbs(median(tt))} GB/s, tiles/rows ${median(ratio).toFixed(3)}x (paired), max |dy| ${maxd.toExponential(2)} of max |y| ${maxy.toExponential(2)}`);
+  }
+}
+native.setMatmulPrecision('exact');

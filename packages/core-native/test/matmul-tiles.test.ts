@@ -1,0 +1,148 @@
+// The 16-row tile layout of 4-bit weights (packQ4Tiles, layout: 1; src/isa/gemv_tiles.h) on the
+// variants that read it (q4TileLayout()), and its rejection everywhere else. A tiled weight is the same
+// weight, so:
+//   1. gather (every row reader: the exact prefill GEMM's decode too) gives the row layout's bits;
+//   2. the integer-activation GEMM (M > 16, "fast" / "int8") gives the row layout's bits (the tile it
+//      builds per call is the same one), and so does the exact GEMM (M > 16);
+//   3. the GEMV (M <= 16) meets the definitions: the f32 bound of matmul.test.ts in "exact", the
+//      integer-activation definition of matmul-q8act.test.ts in "fast" / "int8";
+//   4. every row of a GEMV with M rows equals the call with that row alone, bit for bit (batched decode
+//      == single), and a non-finite x row stays in its row.
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import * as native from '../lib/index.js';
+import { checkMatmul, dequantRef, nativeQ, q8actReference, quantMagnitude, randF32, randomQ, type ScaleDtype } from './helpers.js';
+
+const initialIsa = native.cpuInfo().isa;
+afterAll(() => native.setIsa(initialIsa));
+afterEach(() => {
+  native.setMatmulPrecision('exact');
+  native.setIsa(initialIsa);
+});
+
+function tiled(w: native.NativeWeight): native.NativeWeight {
+  const data = new Uint8Array((w.data as Uint8Array).byteLength);
+  const scales = new Uint8Array(w.scales!.byteLength), biases = new Uint8Array(w.biases!.byteLength);
+  native.packQ4Tiles(w, { data, scales, biases });
+  return { ...w, data, scales, biases, layout: 1 };
+}
+
+function run(x: Float32Array, M: number, w: native.NativeWeight, bias: Float32Array | null, mode: native.MatmulPrecision = 'exact'): Float32Array {
+  native.setMatmulPrecision(mode);
+  const y = new Float32Array(M * w.rows).fill(NaN);
+  native.matmul(x, M, w, bias, y);
+  return y;
+}
+
+const tilesHere = native.q4TileLayout();
+const SHAPES: [number, number, ScaleDtype][] = [[32, 1], [64, 2], [128, 0]].map(([g, sd]) => [g!, 0, sd as ScaleDtype]);
+
+describe.runIf(tilesHere)(`16-row tile layout [${initialIsa}]`, () => {
+  it('gather gives the row layout\'s bits (groups 32/64/128, f32/f16/bf16 scales)', () => {
+    for (const [group, , sd] of SHAPES) {
+      const q = randomQ(48, 384, 4, group, sd, group + sd);
+      const rows = nativeQ(q), t = tiled(rows);
+      const ids = Int32Array.from({ length: 48 }, (_, i) => (i * 7) % 48);
+      const a = new Float32Array(48 * 384), b = new Float32Array(48 * 384);
+      native.gather(ids, rows, a);
+      native.gather(ids, t, b);
+      expect(b).toEqual(a);
+    }
+  });
+
+  it('GEMM (M > 16): exact, fast and int8 give the row layout\'s bits', () => {
+    for (const [group, , sd] of SHAPES) {
+      const N = 64, K = 512;
+      const q = randomQ(N, K, 4, group, sd, 3 * group + sd);
+      const rows = nativeQ(q), t = tiled(rows);
+      const bias = randF32(N, 5);
+      for (const M of [17, 40, 130]) {
+        const x = randF32(M * K, M + group, -2, 2);
+        for (const mode of ['exact', 'fast', 'int8'] as const)
+          expect(run(x, M, t, bias, mode), `${mode} g${group} M=${M}`).toEqual(run(x, M, rows, bias, mode));
+      }
+    }
+  });
+
+  it('GEMV (M <= 16): meets the exact bound and the integer-activation definitions; rows equal single rows', () => {
+    for (const [group, , sd] of SHAPES) {
+      // 80 tiles of K = 640 (five 128-code chunks): tile counts that leave remainders for every
+      // tiles-per-call choice, and more than one task per thread.
+      const N = 16 * 80, K = 640;
+      const q = randomQ(N, K, 4, group, sd, 7 * group + sd);
+      const t = tiled(nativeQ(q));
+      const bias = randF32(N, 9);
+      const W = dequantRef(q), mag = quantMagnitude(q);
+      for (const M of [1, 2, 3, 5, 8, 9, 16]) {
+        const x = randF32(M * K, 100 + M, -2, 2);
+        x[K - 1] = 30;  // an outlier: its group's scale must stay its own
+        const exact = run(x, M, t, bias, 'exact');
+        checkMatmul(exact, x, M, K, W, N, bias, 4e-6, `exact g${group} M=${M}`, mag);
+        for (const [mode, T] of [['fast', 32639], ['int8', 127]] as const) {
+          const got = run(x, M, t, bias, mode);
+          if (M <= 3) {  // the float64 reference is slow in JS; the row identity below covers larger M
+            const { y, norm } = q8actReference(x, M, q, bias, T);
+            let worst = 0;
+            for (let i = 0; i < y.length; i++) worst = Math.max(worst, Math.abs(got[i]! - y[i]!) / norm[i]!);
+            expect(worst, `${mode} g${group} M=${M}`).toBeLessThanOrEqual(4e-6);
+          }
+          for (let m = 0; m < M; m++)
+            expect(got.subarray(m * N, (m + 1) * N), `${mode} g${group} M=${M} row ${m}`).toEqual(run(x.subarray(m * K, (m + 1) * K), 1, t, bias, mode));
+        }
+        for (let m = 0; m < M; m++)
+          expect(exact.subarray(m * N, (m + 1) * N), `exact g${group} M=${M} row ${m}`).toEqual(run(x.subarray(m * K, (m + 1) * K), 1, t, bias, 'exact'));
+      }
+    }
+  });
+
+  it('a non-finite x row gives NaN / Inf in its own row only', () => {
+    const N = 64, K = 256;
+    const q = randomQ(N, K, 4, 64, 2, 77);
+    const t = tiled(nativeQ(q));
+    const x = randF32(3 * K, 78, -1, 1);
+    x[K + 5] = NaN;
+    for (const mode of ['exact', 'fast'] as const) {
+      const y = run(x, 3, t, null, mode);
+      expect(y.subarray(N, 2 * N).every(Number.isNaN), mode).toBe(true);
+      expect(y.subarray(0, N), mode).toEqual(run(x.subarray(0, K), 1, t, null, mode));
+      expect(y.subarray(2 * N), mode).toEqual(run(x.subarray(2 * K), 1, t, null, mode));
+    }
+  });
+
+  it('packQ4Tiles rejects what the layout cannot hold, short or overlapping outputs', () => {
+    const out = (n: number, s: number) => ({ data: new Uint8Array(n), scales: new Uint8Array(s), biases: new Uint8Array(s) });
+    const q8 = nativeQ(randomQ(16, 128, 8, 64, 0, 1));
+    expect(() => native.packQ4Tiles(q8, out(16 * 128, 16 * 2 * 4))).toThrow(/4-bit codes.*8-bit \[16, 128\]/);
+    const odd = nativeQ(randomQ(20, 128, 4, 64, 0, 2));
+    expect(() => native.packQ4Tiles(odd, out(20 * 64, 20 * 2 * 4))).toThrow(/rows a multiple of 16/);
+    const w = nativeQ(randomQ(16, 256, 4, 64, 1, 3));
+    expect(() => native.packQ4Tiles(w, out(16 * 128 - 1, 16 * 4 * 2))).toThrow(/out\.data has 2047 bytes, needs 2048/);
+    expect(() => native.packQ4Tiles(w, { data: w.data as Uint8Array, scales: new Uint8Array(128), biases: new Uint8Array(128) })).toThrow(/overlaps/);
+    expect(() => native.packQ4Tiles(tiled(w), out(2048, 128))).toThrow(/row layout/);
+    // A descriptor claiming the layout for a shape it cannot have.
+    expect(() => native.matmul(new Float32Array(128), 1, { ...odd, layout: 1 }, null, new Float32Array(20))).toThrow(/rows a multiple of 16/);
+  });
+
+  it('other variants and the MoE kernels reject a tiled weight, naming it', () => {
+    const w = tiled(nativeQ(randomQ(32, 128, 4, 64, 0, 4)));
+    const other = native.cpuInfo().variants.find((v) => v !== initialIsa && !v.startsWith('avx512vnni'));
+    if (other) {
+      native.setIsa(other);
+      expect(native.q4TileLayout()).toBe(false);
+      expect(() => native.matmul(new Float32Array(128), 1, w, null, new Float32Array(32))).toThrow(new RegExp(`weight is in the 16-row tile layout, which the ${other} kernels do not read`));
+      native.setIsa(initialIsa);
+    }
+    const x = new Float32Array(2 * 128);
+    const moe = (native.default as unknown as Record<string, (o: object) => void>).moeSwitchGLU!;
+    expect(() =>
+      moe({ x, T: 2, numExperts: 2, k: 1, ids: new Int32Array(2), weights: new Float32Array(2).fill(1), gate: w, up: w, down: tiled(nativeQ(randomQ(256, 128, 4, 64, 0, 5))), act: 0, out: new Float32Array(2 * 128) }),
+    ).toThrow(/row layout/);
+  });
+});
+
+describe.runIf(!tilesHere)(`16-row tile layout not read [${initialIsa}]`, () => {
+  it('matmul and gather refuse a tiled descriptor with an error naming the variant', () => {
+    const w = { ...nativeQ(randomQ(32, 128, 4, 64, 0, 4)), layout: 1 as const };
+    expect(() => native.matmul(new Float32Array(128), 1, w, null, new Float32Array(32))).toThrow(new RegExp(`the ${initialIsa} kernels do not read`));
+    expect(() => native.gather(new Int32Array(1), w, new Float32Array(128))).toThrow(/tile layout/);
+  });
+});
