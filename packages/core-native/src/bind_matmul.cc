@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "threadpool.h"
 
@@ -69,8 +70,10 @@ Napi::Value Gather(const Napi::CallbackInfo& info) {
 }
 
 // packQ4Tiles(weight, { data, scales, biases }): writes a 4-bit row-layout weight in the 16-row tile layout
-// (kWeightTiles16, kernels.h) into the three given buffers (each at least the size of its counterpart,
-// none overlapping the input). Pure data movement: the layout holds the same codes, scales and biases.
+// (kWeightTiles16, kernels.h) into the three given buffers, each at least the size of its counterpart and
+// either apart from the input or exactly it (in place: tile t occupies the bytes of rows 16t .. 16t + 15,
+// so each tile is copied aside and written back over itself). Pure data movement: the layout holds the
+// same codes, scales and biases.
 Napi::Value PackQ4Tiles(const Napi::CallbackInfo& info) {
   const char* fn = "packQ4Tiles";
   Napi::Env env = info.Env();
@@ -89,27 +92,32 @@ Napi::Value PackQ4Tiles(const Napi::CallbackInfo& info) {
     if (x.size < need)
       throw_range(env, std::string("packQ4Tiles: out.") + what + " has " + std::to_string(x.size) + " bytes, needs " + std::to_string(need));
     for (auto in : inputs)
-      if (x.data < in.first + in.second && in.first < x.data + need)
-        throw_range(env, std::string("packQ4Tiles: out.") + what + " overlaps the input weight");
+      if (x.data < in.first + in.second && in.first < x.data + need && !(x.data == in.first && need == in.second))
+        throw_range(env, std::string("packQ4Tiles: out.") + what + " overlaps the input weight (only the very same bytes, in place, may)");
   };
   const std::initializer_list<std::pair<const uint8_t*, size_t>> ins = {{w.data, code_bytes}, {w.scales, scale_bytes}, {w.biases, scale_bytes}};
   check(d, code_bytes, "data", ins);
   check(s, scale_bytes, "scales", ins);
   check(b, scale_bytes, "biases", ins);
-  const int64_t words = K / 8;
+  const int64_t words = K / 8, tile_code = 16 * (K / 2), tile_scale = 16 * gpr * sb;
   parallel_for(w.rows / 16, 4, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; t++)
+    std::vector<uint8_t> code(static_cast<size_t>(tile_code)), sc(static_cast<size_t>(tile_scale)), bi(static_cast<size_t>(tile_scale));
+    for (int64_t t = t0; t < t1; t++) {
+      // The tile's source (rows 16t .. 16t + 15) aside first: in place, its bytes are the destination.
+      std::memcpy(code.data(), w.data + t * tile_code, size_t(tile_code));
+      std::memcpy(sc.data(), w.scales + t * tile_scale, size_t(tile_scale));
+      std::memcpy(bi.data(), w.biases + t * tile_scale, size_t(tile_scale));
       for (int r = 0; r < 16; r++) {
-        const int64_t row = t * 16 + r;
-        const uint8_t* src = w.data + row * (K / 2);
-        uint8_t* dst = d.data + (t * words * 16 + r) * 4;
+        const uint8_t* src = code.data() + r * (K / 2);
+        uint8_t* dst = d.data + t * tile_code + r * 4;
         for (int64_t j = 0; j < words; j++) std::memcpy(dst + j * 64, src + j * 4, 4);
         for (int64_t g = 0; g < gpr; g++) {
-          const int64_t from = (row * gpr + g) * sb, to = ((t * gpr + g) * 16 + r) * sb;
-          std::memcpy(s.data + to, w.scales + from, size_t(sb));
-          std::memcpy(b.data + to, w.biases + from, size_t(sb));
+          const int64_t from = (r * gpr + g) * sb, to = t * tile_scale + (g * 16 + r) * sb;
+          std::memcpy(s.data + to, sc.data() + from, size_t(sb));
+          std::memcpy(b.data + to, bi.data() + from, size_t(sb));
         }
       }
+    }
   });
   return env.Undefined();
 }

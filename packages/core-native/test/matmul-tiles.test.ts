@@ -49,6 +49,17 @@ describe.runIf(tilesHere)(`16-row tile layout [${initialIsa}]`, () => {
     }
   });
 
+  it('packs in place (the very same buffers) to the same bytes as into new ones', () => {
+    const q = randomQ(64, 384, 4, 32, 2, 21);
+    const w = nativeQ(q), out = tiled(w);
+    const inPlace = { ...w, data: (w.data as Uint8Array).slice(), scales: w.scales!.slice(), biases: w.biases!.slice() };
+    native.packQ4Tiles(inPlace, inPlace as { data: Uint8Array; scales: Uint8Array; biases: Uint8Array });
+    expect(inPlace.data).toEqual(out.data);
+    expect(inPlace.scales).toEqual(out.scales);
+    expect(inPlace.biases).toEqual(out.biases);
+    expect(inPlace.data).not.toEqual(w.data);
+  });
+
   it('GEMM (M > 16): exact, fast and int8 give the row layout\'s bits', () => {
     for (const [group, , sd] of SHAPES) {
       const N = 64, K = 512;
@@ -116,7 +127,10 @@ describe.runIf(tilesHere)(`16-row tile layout [${initialIsa}]`, () => {
     expect(() => native.packQ4Tiles(odd, out(20 * 64, 20 * 2 * 4))).toThrow(/rows a multiple of 16/);
     const w = nativeQ(randomQ(16, 256, 4, 64, 1, 3));
     expect(() => native.packQ4Tiles(w, out(16 * 128 - 1, 16 * 4 * 2))).toThrow(/out\.data has 2047 bytes, needs 2048/);
-    expect(() => native.packQ4Tiles(w, { data: w.data as Uint8Array, scales: new Uint8Array(128), biases: new Uint8Array(128) })).toThrow(/overlaps/);
+    const big = new Uint8Array(2 * 2048);
+    big.set(w.data as Uint8Array);
+    const shifted = { ...w, data: big.subarray(0, 2048) };
+    expect(() => native.packQ4Tiles(shifted, { data: big.subarray(64, 2048 + 64), scales: new Uint8Array(128), biases: new Uint8Array(128) })).toThrow(/overlaps the input/);
     expect(() => native.packQ4Tiles(tiled(w), out(2048, 128))).toThrow(/row layout/);
     // A descriptor claiming the layout for a shape it cannot have.
     expect(() => native.matmul(new Float32Array(128), 1, { ...odd, layout: 1 }, null, new Float32Array(20))).toThrow(/rows a multiple of 16/);

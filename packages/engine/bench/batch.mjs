@@ -7,14 +7,14 @@
 // Matmul precision as `mlxcel serve` runs it (fast: 16-bit integer activations in quantized matmuls,
 // decode GEMVs included) unless --matmul says otherwise; every precision keeps batched == single.
 //
-//   node packages/engine/bench/batch.mjs [--model gemma3n|gemma4|phi35] [--layers N] [--prompt 32] [--gen 32] [--batches 1,2,4,8] [--matmul fast|exact|int8|mixed] [--weight-memory resident|mapped] [--profile]
+//   node packages/engine/bench/batch.mjs [--model gemma3n|gemma4|phi35] [--layers N] [--prompt 32] [--gen 32] [--batches 1,2,4,8] [--matmul fast|exact|int8|mixed] [--weight-memory resident|mapped] [--weight-layout auto|rows] [--profile]
 // --profile: per batch size, the native kernel time per op kind over the decode steps (prefill
 // excluded: counting starts once every prompt has its first token) and what is left of the wall time
 // (JS, scheduling, waiting), per decode step.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setMatmulPrecision, startProfile, stopProfile } from '@mlxcel/core-native';
-import { setWeightPlacement, weightPlacement } from '@mlxcel/tensor';
+import { setWeightLayout, setWeightPlacement, weightLayout, weightPlacement } from '@mlxcel/tensor';
 import { BatchScheduler, randomModel, readJson } from '../dist/index.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -36,6 +36,7 @@ const gen = Number(flag('gen', '32'));
 const batches = flag('batches', '1,2,4,8').split(',').map(Number);
 const precision = setMatmulPrecision(flag('matmul', 'fast'));
 if (flag('weight-memory')) setWeightPlacement(flag('weight-memory'));
+if (flag('weight-layout')) setWeightLayout(flag('weight-layout'));
 const profile = args.includes('--profile');
 
 const model = randomModel(readJson(join(root, CONFIGS[name]), name), { layers, quantize: { bits: 4, groupSize: 64 }, seed: 0 });
@@ -63,7 +64,7 @@ async function run(n) {
 }
 
 await run(1); // warm-up
-console.log(`${name}${layers ? ` (${layers} layers)` : ''}, random q4, prompt ${promptLen}, ${gen} tokens each, --matmul ${precision}, --weight-memory ${weightPlacement()}`);
+console.log(`${name}${layers ? ` (${layers} layers)` : ''}, random q4, prompt ${promptLen}, ${gen} tokens each, --matmul ${precision}, --weight-memory ${weightPlacement()}, --weight-layout ${weightLayout()}`);
 let base = 0;
 for (const n of batches) {
   const r = await run(n);

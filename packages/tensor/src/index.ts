@@ -5,7 +5,7 @@ export { type DType, dtypeBytes, isDType } from './dtype.js';
 export { Tensor, numel } from './tensor.js';
 export { Weight, QuantizedWeight, type QuantParams } from './weight.js';
 export {
-  WeightArena, weightArena, allocWeightBytes, placeWeight, weightPlacement, setWeightPlacement, hugePagesAvailable, type WeightPlacement,
+  WeightArena, weightArena, allocWeightBytes, placeWeight, weightPlacement, setWeightPlacement, weightLayout, setWeightLayout, hugePagesAvailable, type WeightPlacement, type WeightLayout,
 } from './weight-memory.js';
 export { SafetensorsFile, writeSafetensors, type TensorInfo } from './safetensors.js';
 export { Checkpoint, MemoryWeights, RenamedWeights, type WeightStore } from './checkpoint.js';

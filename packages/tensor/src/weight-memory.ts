@@ -65,6 +65,8 @@ export class WeightArena {
   private readonly mine = new WeakSet<ArrayBufferLike>();
   /** Bytes copied in so far. */
   bytes = 0;
+  /** Bytes of 4-bit weights placeWeight repacked into the tile layout so far (codes, scales and biases). */
+  tiledBytes = 0;
 
   /** True when `v` already lives in this arena's memory. */
   owns(v: View): boolean {
@@ -119,9 +121,47 @@ export function allocWeightBytes(n: number): Uint8Array {
 }
 
 /**
+ * How resident 4-bit weights are laid out for the kernels: `auto` repacks each streamed 4-bit weight
+ * whose shape allows it (rows a multiple of 16, columns of 128) into core-native's 16-row tile layout
+ * where the running kernels read it (`q4TileLayout()`: the AVX-512 VNNI variant), `rows` keeps the
+ * checkpoint's row layout.
+ *
+ * Why: in the row layout the integer dot products' lanes are code positions of one row, so each weight
+ * row and x row pays a convert, a permute, an FMA and a horizontal sum per 64 bytes of codes; in the
+ * tile layout the lanes are 16 weight rows and that float work is once per group for 16 rows. Batched
+ * decode (M x rows per pass) gains most: measured on the development VM, `node bench/layouts-ab.mjs`,
+ * the 8-row GEMV ran 1.7-2.0x the row layout from DRAM and a 1-row GEMV even (docs/benchmarks.md).
+ * The repack is in place (no second copy), so it needs the `resident` placement: `mapped` weights are
+ * read where the file mapping has them and stay in rows.
+ */
+export type WeightLayout = 'auto' | 'rows';
+
+let layout: WeightLayout = 'auto';
+
+/** The layout models loaded from now on use (default `auto`). */
+export function weightLayout(): WeightLayout {
+  return layout;
+}
+
+/** Sets the layout for models loaded from now on (process-wide, like the placement). */
+export function setWeightLayout(l: WeightLayout): WeightLayout {
+  if (l !== 'auto' && l !== 'rows') throw new MlxcelError('BAD_OPTION', `weight layout must be "auto" or "rows", got "${String(l)}"`);
+  layout = l;
+  return l;
+}
+
+/** Whether placeWeight repacks `w` into the tile layout (see WeightLayout). */
+function tiles(w: Weight): boolean {
+  const n = w.native;
+  return layout === 'auto' && n.dtype === 3 && n.bits === 4 && (n.layout ?? 0) === 0 && w.shape.length === 2 &&
+    n.rows % 16 === 0 && n.cols % 128 === 0 && native.q4TileLayout();
+}
+
+/**
  * Moves a streamed weight's buffers (codes or elements, scales, biases) into the arena when the
- * placement is `resident`; in place, so every holder of `w` (an Embedding and its tied head) reads the
- * copy. Call before the weight is first used. Views made earlier with `index()` keep the old bytes.
+ * placement is `resident`, and there repacks a 4-bit one into the tile layout where `weightLayout()`
+ * says so; in place, so every holder of `w` (an Embedding and its tied head) reads the copy. Call before
+ * the weight is first used. Views made earlier with `index()` keep the old bytes.
  */
 export function placeWeight(w: Weight): void {
   if (weightPlacement() !== 'resident') return;
@@ -129,4 +169,19 @@ export function placeWeight(w: Weight): void {
   n.data = weightArena.place(n.data);
   if (n.scales) n.scales = weightArena.place(n.scales);
   if (n.biases) n.biases = weightArena.place(n.biases);
+  if (tiles(w)) {
+    // Two Weight objects over the same arena bytes must not repack them twice.
+    const d = n.data as Uint8Array;
+    let offsets = packedTiles.get(d.buffer);
+    if (!offsets) packedTiles.set(d.buffer, (offsets = new Set()));
+    if (!offsets.has(d.byteOffset)) {
+      native.packQ4Tiles(n, { data: d, scales: n.scales!, biases: n.biases! });
+      offsets.add(d.byteOffset);
+      weightArena.tiledBytes += w.nbytes;
+    }
+    n.layout = 1;
+  }
 }
+
+/** Code buffers placeWeight has repacked in place, by their ArrayBuffer and byte offset. */
+const packedTiles = new WeakMap<ArrayBufferLike, Set<number>>();

@@ -54,6 +54,7 @@ export class Weight {
   /** Zero-copy view of matrix i of a stacked weight [E, rows, cols]. */
   index(i: number): Weight {
     if (this.shape.length < 3) throw new MlxcelError('E_SHAPE', `Weight.index: weight [${this.shape}] is not stacked`);
+    if (this.native.layout === 1) throw new MlxcelError('E_SHAPE', 'Weight.index: a weight in the 16-row tile layout has no per-matrix views');
     const E = this.shape[0]!;
     if (!Number.isInteger(i) || i < 0 || i >= E) throw new MlxcelError('E_SHAPE', `Weight.index: ${i} outside [0, ${E})`);
     const inner = this.shape.slice(1);

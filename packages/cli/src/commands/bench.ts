@@ -6,7 +6,7 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { BatchScheduler, DEFAULT_PREFILL_CHUNK, preallocateKv, prefill, randomModel, readJson, releaseKv, type LoadedModel } from '@mlxcel/engine';
-import { ops, weightPlacement, type LanguageModel } from '@mlxcel/tensor';
+import { ops, weightArena, weightLayout, weightPlacement, type LanguageModel } from '@mlxcel/tensor';
 import { cpuInfo, matmulPrecision, startProfile, stopProfile, type OpProfile } from '@mlxcel/core-native';
 import { UsageError } from '../errors.js';
 import { int, quantFlag } from '../parse.js';
@@ -29,6 +29,9 @@ export interface BenchResult {
   matmul: string;
   /** Where the streamed weights lived (--weight-memory). */
   weight_memory: string;
+  /** --weight-layout, and the bytes of weights loaded in the 16-row tile layout (0: all in rows). */
+  weight_layout: string;
+  weight_tiled_bytes: number;
   /** With `profile`: native time per op kind in the measured prefill and decode (wall ms alongside). */
   profile?: { prefill: OpProfile; prefill_ms: number; decode: OpProfile; decode_ms: number };
 }
@@ -96,6 +99,8 @@ export function runBench(
     isa: info0.isa,
     matmul: matmulPrecision(),
     weight_memory: weightPlacement(),
+    weight_layout: weightLayout(),
+    weight_tiled_bytes: weightArena.tiledBytes,
     ...(prefillOps && decodeOps ? { profile: { prefill: prefillOps, prefill_ms: t1 - t0, decode: decodeOps, decode_ms: t2 - tFirst } } : {}),
   };
 }
@@ -216,7 +221,7 @@ export function registerBench(program: Command): void {
         info(
           `${r.model}\nprefill ${r.prefill_tok_s.toFixed(1)} tok/s (${r.prompt_tokens} tokens) | decode ${r.decode_tok_s.toFixed(2)} tok/s ` +
             `(${r.gen_tokens} tokens) | TTFT ${r.ttft_ms.toFixed(0)} ms | peak RSS ${formatBytes(r.peak_rss_bytes)} | ` +
-            `weights ${formatBytes(r.weight_bytes)} | ${r.threads} threads, ${r.isa}, --matmul ${r.matmul}, --weight-memory ${r.weight_memory}`,
+            `weights ${formatBytes(r.weight_bytes)} | ${r.threads} threads, ${r.isa}, --matmul ${r.matmul}, --weight-memory ${r.weight_memory}, --weight-layout ${r.weight_layout} (${formatBytes(r.weight_tiled_bytes)} in tiles)`,
         );
       if (!o.json && r.profile) info(profileTable(r.profile, r.gen_tokens));
     });
