@@ -9,14 +9,16 @@
 //             weights never take the fast path (it applies to 4-/8-bit MLX affine weights only).
 //   real shapes: random q4 models (--layers deep, default 4) from the real configs, fast, int8 and mixed against
 //             exact over a --prompt-token prompt (default 128): the same three measures.
-//   pnpm bench accuracy [--layers 4] [--prompt 128] [--json]
+//   pnpm bench accuracy [--layers 4] [--prompt 128] [--weight-layout auto|rows] [--json]
+// --weight-layout: the layout of the resident 4-bit weights (default auto: the 16-row tile layout where
+// the kernels read it; rows: the checkpoint's), so both layouts' accuracy can be tabled.
 import { mkdtempSync, readdirSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cpuInfo, setMatmulPrecision } from '../packages/core-native/lib/index.js';
 import { compareTraces, loadModel, randomModel, readJson, traceImages, traceModel, writeTrace } from '../packages/engine/dist/index.js';
-import { SafetensorsFile } from '../packages/tensor/dist/index.js';
+import { SafetensorsFile, setWeightLayout, weightArena, weightLayout, weightPlacement } from '../packages/tensor/dist/index.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -27,6 +29,7 @@ const flag = (name, dflt) => {
 const layers = Number(flag('layers', '4'));
 const promptLen = Number(flag('prompt', '128'));
 const json = args.includes('--json');
+if (flag('weight-layout')) setWeightLayout(flag('weight-layout'));
 const MARGIN = 0.5;
 const tmp = mkdtempSync(join(tmpdir(), 'mlxcel-accuracy-'));
 
@@ -93,10 +96,11 @@ try {
   rmSync(tmp, { recursive: true, force: true });
 }
 
-if (json) console.log(JSON.stringify({ isa: cpuInfo().isa, margin: MARGIN, rows }));
+const layoutNote = `--weight-layout ${weightLayout()}, --weight-memory ${weightPlacement()}, ${(weightArena.tiledBytes / 2 ** 20).toFixed(1)} MiB loaded in tiles`;
+if (json) console.log(JSON.stringify({ isa: cpuInfo().isa, margin: MARGIN, weight_layout: weightLayout(), weight_tiled_bytes: weightArena.tiledBytes, rows }));
 else {
   const cell = (s) => `${s.max_abs_logit_diff.toExponential(2)} / ${s.greedy_ids_equal === null ? '-' : s.greedy_ids_equal ? 'equal' : 'DIFFER'} / ${s.decided_disagreements}`;
-  console.log(`matmul precision accuracy (${cpuInfo().isa}; decided = both top-1 margins > ${MARGIN} and top-1 differ)`);
+  console.log(`matmul precision accuracy (${cpuInfo().isa}, ${layoutNote}; decided = both top-1 margins > ${MARGIN} and top-1 differ)`);
   console.log('each cell: max abs dlogit / greedy ids / decided disagreements');
   console.log('| case | weights | prompt | exact vs reference | fast vs reference | int8 vs reference | mixed vs reference | fast vs exact | int8 vs exact | mixed vs exact |');
   console.log('|---|---|---|---|---|---|---|---|---|---|');
