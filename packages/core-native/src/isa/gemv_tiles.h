@@ -78,6 +78,15 @@ constexpr int kTileAcc = MB == 1 ? 2 * NP : NP;
 template <int NP, int MB>
 constexpr int kTilesPerCall = 1;
 
+// acc += the byte dot products of codes w (u8) with the 4 int8 x values at x, broadcast to every lane.
+// Inline asm rather than _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(..)): GCC 12 gave every
+// accumulator of the 8-row kernel a register copy in and out per step (the builtin's destination is
+// not tied to its accumulator) and a separate vpbroadcastd per dot product; here the accumulator is
+// updated in place and the broadcast is the instruction's own memory operand ({1to16}).
+static inline void tiles_dot(__m512i& acc, __m512i w, const int8_t* x) {
+  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const int32_t*>(x)));
+}
+
 // Software prefetch distance in bytes (TilePrefetch: one line ahead per line consumed).
 constexpr int64_t kTilesPrefetch = 4096;
 
@@ -113,14 +122,13 @@ static inline void gemv_tiles_kernel(const int8_t* planes, const float* sx, cons
         for (int m = 0; m < MB; m++) {
           const int8_t* xp = planes + (j * MB + m) * NP * 8;
           for (int p = 0; p < NP; p++) {
-            int32_t xl, xh;
-            std::memcpy(&xl, xp + p * 8, 4);
-            std::memcpy(&xh, xp + p * 8 + 4, 4);
+            const int8_t* xq = xp + p * 8;  // 4 bytes for the low nibbles, then 4 for the high ones
             if (split) {
-              a[rt][m][2 * p] = _mm512_dpbusd_epi32(a[rt][m][2 * p], lo, _mm512_set1_epi32(xl));
-              a[rt][m][2 * p + 1] = _mm512_dpbusd_epi32(a[rt][m][2 * p + 1], hi, _mm512_set1_epi32(xh));
+              tiles_dot(a[rt][m][2 * p], lo, xq);
+              tiles_dot(a[rt][m][2 * p + 1], hi, xq + 4);
             } else {
-              a[rt][m][p] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(a[rt][m][p], lo, _mm512_set1_epi32(xl)), hi, _mm512_set1_epi32(xh));
+              tiles_dot(a[rt][m][p], lo, xq);
+              tiles_dot(a[rt][m][p], hi, xq + 4);
             }
           }
         }
