@@ -96,11 +96,19 @@ static void scores_tiles_few(const float* q, int D, const float* const* kts, flo
 constexpr int kFewAcc = VL == 8 ? 6 : 12;
 constexpr int kFewTiles = VL == 8 ? 2 : 4;  // NB of scores_tiles_few
 
+// The tiles left after the whole groups of kFewTiles go side by side too (a decode over 48 keys is 3
+// tiles: one at a time they were three serial D-long FMA chains, the hot loop of a Phi-3.5 decode step's
+// attention in perf).
 template <int RQ>
 static void scores_few(const float* q, int D, const float* const* kts, int nb, float* s) {
   int b = 0;
   for (; b + kFewTiles <= nb; b += kFewTiles) scores_tiles_few<RQ, kFewTiles>(q, D, kts + b, s, b * TK);
-  for (; b < nb; b++) scores_tiles_few<RQ, 1>(q, D, kts + b, s, b * TK);
+  switch (nb - b) {
+    case 3: if constexpr (kFewTiles > 3) { scores_tiles_few<RQ, 3>(q, D, kts + b, s, b * TK); } break;
+    case 2: if constexpr (kFewTiles > 2) { scores_tiles_few<RQ, 2>(q, D, kts + b, s, b * TK); } break;
+    case 1: scores_tiles_few<RQ, 1>(q, D, kts + b, s, b * TK); break;
+    default: break;
+  }
 }
 
 // DC consecutive NT*VL-wide chunks of the output from d on, RQ rows (the chunks' chains side by side).
@@ -130,13 +138,25 @@ static void pv_chunks_few(const float* p, int DVp, int d, const float* const* vt
       for (int u = 0; u < NT; u++) vstore(acc + int64_t(r) * DVp + d + (c * NT + u) * VL, a[r][c][u]);
 }
 
+// Calls pv_chunks_few<RQ, C> for the largest C <= DC with C chunks left (C a power of two, or DC), so a
+// width that is not a multiple of DC chunks (Phi-3.5's 96 = 6 chunks with DC = 12) still runs its
+// chains side by side rather than one chunk at a time.
+template <int RQ, int DC>
+static int pv_chunks_upto(const float* p, int DVp, int d, const float* const* vt, const int* strides, int nb, float* acc, int left) {
+  if (left >= DC) { pv_chunks_few<RQ, DC>(p, DVp, d, vt, strides, nb, acc); return DC; }
+  if constexpr (DC > 8) if (left >= 8) { pv_chunks_few<RQ, 8>(p, DVp, d, vt, strides, nb, acc); return 8; }
+  if constexpr (DC > 4) if (left >= 4) { pv_chunks_few<RQ, 4>(p, DVp, d, vt, strides, nb, acc); return 4; }
+  if constexpr (DC > 2) if (left >= 2) { pv_chunks_few<RQ, 2>(p, DVp, d, vt, strides, nb, acc); return 2; }
+  pv_chunks_few<RQ, 1>(p, DVp, d, vt, strides, nb, acc);
+  return 1;
+}
+
 // pv_block for RQ rows: whole NT*VL chunks up to DC at a time, then the VL-wide tail as pv_block does.
 template <int RQ>
 static void pv_few(const float* p, int DVp, const float* const* vt, const int* strides, int nb, float* acc) {
   constexpr int DC = kFewAcc / (RQ * NT) > 0 ? kFewAcc / (RQ * NT) : 1;
   int d = 0;
-  for (; d + DC * NT * VL <= DVp; d += DC * NT * VL) pv_chunks_few<RQ, DC>(p, DVp, d, vt, strides, nb, acc);
-  for (; d + NT * VL <= DVp; d += NT * VL) pv_chunks_few<RQ, 1>(p, DVp, d, vt, strides, nb, acc);
+  while (d + NT * VL <= DVp) d += NT * VL * pv_chunks_upto<RQ, DC>(p, DVp, d, vt, strides, nb, acc, (DVp - d) / (NT * VL));
   for (; d < DVp; d += VL) {
     vf a[RQ];
     for (int r = 0; r < RQ; r++) a[r] = vload(acc + int64_t(r) * DVp + d);
