@@ -504,6 +504,12 @@ static void attention(const AttentionArgs& a) {
       const int64_t nt = int64_t(c.tiles[size_t(u.seq)].size());
       const int64_t tb = nt * sp / u.splits, te = nt * (sp + 1) / u.splits;
       float* part = u.splits > 1 ? parts.data() + u.part + int64_t(sp) * u.nqv * (2 + c.DVp) : nullptr;
+      if (ti + 1 < t1) {  // the next task's first tile, while this one runs (prefetch_unit_start)
+        const Unit& un = units[size_t(tasks[size_t(ti + 1)].first)];
+        const vec<TileRef>& tl = c.tiles[size_t(un.seq)];
+        const int64_t ntn = int64_t(tl.size()), tbn = ntn * tasks[size_t(ti + 1)].second / un.splits;
+        if (tbn < ntn) prefetch_unit_start(c.seqs[un.seq].segs[tl[size_t(tbn)].seg], c.D, c.DV, un.g, tl[size_t(tbn)].t);
+      }
       run_task(c, u, tb, te, part);
     }
   });

@@ -18,6 +18,17 @@ static inline void tile_positions(const KvSegment& sg, int64_t t, int32_t* p) {
 constexpr int64_t kPrefetchTiles = 2;
 static inline void pf(const void* p) { __builtin_prefetch(p, 0, 3); }
 
+// The first K and V tiles of a unit over an f32 tile-layout segment, prefetched while the unit before it
+// runs: a decode unit over a short context reads only a few tiles, so the in-loop prefetch (two tiles
+// ahead) never covers its start, and each unit used to begin with a cold DRAM stream.
+static inline void prefetch_unit_start(const KvSegment& sg, int D, int DV, int g, int64_t t) {
+  if (sg.layout != kKvTiles || sg.dtype != kF32 || t * TK >= sg.n) return;
+  const float* k = reinterpret_cast<const float*>(sg.k) + (g * (sg.capacity / TK) + t) * int64_t(D) * TK;
+  for (int64_t i = 0; i < int64_t(D) * TK; i += 16) pf(k + i);
+  const uint8_t* v = sg.v + (g * sg.capacity + t * TK) * int64_t(DV) * 4;
+  for (int64_t o = 0; o < int64_t(DV) * 4 * TK; o += 64) pf(v + o);
+}
+
 // K of tile t, KV head g, as f32 [D][TK]: a direct pointer for f32 tiles, else converted into `buf`.
 static const float* k_tile(const KvSegment& sg, int H, int D, int g, int64_t t, float* buf) {
   if (sg.layout == kKvTiles) {
@@ -26,7 +37,8 @@ static const float* k_tile(const KvSegment& sg, int H, int D, int g, int64_t t, 
     if (sg.dtype == kF32) {
       const float* k = reinterpret_cast<const float*>(sg.k) + base;
       const int64_t dist = kPrefetchTiles * int64_t(D) * TK;
-      for (int64_t i = 0; i < int64_t(D) * TK; i += 16) pf(k + dist + i);
+      if ((t + kPrefetchTiles) * TK < sg.n)  // past the last filled tile is another head's unused capacity
+        for (int64_t i = 0; i < int64_t(D) * TK; i += 16) pf(k + dist + i);
       return k;
     }
     if (sg.dtype == kQAffine) {
@@ -97,7 +109,8 @@ static const float* v_tile(const KvSegment& sg, int H, int DV, int DVp, int g, i
     }
   }
   if (sg.layout == kKvTiles && sg.dtype == kF32 && DV == DVp && all_valid) {
-    for (int64_t o = 0; o < rb * TK; o += 64) pf(ahead + o);
+    if ((t + kPrefetchTiles) * TK < sg.n)
+      for (int64_t o = 0; o < rb * TK; o += 64) pf(ahead + o);
     stride = DV;
     return reinterpret_cast<const float*>(sg.v) + row0 * DV;
   }
