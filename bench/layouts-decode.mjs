@@ -7,7 +7,7 @@
 //   node bench/layouts-decode.mjs [--model gemma3n|gemma4|phi35] [--layers N] [--prompt 64] [--gen 32] [--reps 6] [--matmul fast]
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { q4TileLayout, setMatmulPrecision } from '../packages/core-native/lib/index.js';
+import { weightTileLayout, setMatmulPrecision } from '../packages/core-native/lib/index.js';
 import { ops, setWeightLayout, setWeightPlacement, weightArena } from '../packages/tensor/dist/index.js';
 import { randomModel, readJson } from '../packages/engine/dist/index.js';
 
@@ -24,7 +24,7 @@ const flag = (name, dflt) => {
 };
 const name = flag('model', 'gemma3n');
 if (!CONFIGS[name]) throw new Error(`unknown model ${name} (known: ${Object.keys(CONFIGS).join(', ')})`);
-if (!q4TileLayout()) {
+if (!weightTileLayout()) {
   console.error('layouts-decode: the running kernels do not read the tile layout');
   process.exit(1);
 }

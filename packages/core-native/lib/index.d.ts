@@ -28,8 +28,8 @@ export interface NativeWeight {
   ffn?: boolean;
   /**
    * MLX affine only: 0 (default) the checkpoint's row layout; 1 the 16-row tile layout written by
-   * `packQ4Tiles` (4-bit codes, rows % 16 == 0, cols % 128 == 0), read by `matmul` and `gather` where
-   * `q4TileLayout()` is true and rejected elsewhere (and by `moeSwitchGLU`).
+   * `packWeightTiles` (4-bit codes, rows % 16 == 0, cols % 128 == 0), read by `matmul` and `gather` where
+   * `weightTileLayout()` is true and rejected elsewhere (and by `moeSwitchGLU`).
    */
   layout?: 0 | 1;
 }
@@ -96,9 +96,9 @@ export declare function gather(ids: Int32Array, w: NativeWeight, out: Float32Arr
  * size of the weight's and must not overlap it. The result is the same weight: pass it with `layout: 1`.
  * Throws a RangeError naming what is wrong for other widths or shapes.
  */
-export declare function packQ4Tiles(w: NativeWeight, out: { data: ArrayBufferView; scales: ArrayBufferView; biases: ArrayBufferView }): void;
+export declare function packWeightTiles(w: NativeWeight, out: { data: ArrayBufferView; scales: ArrayBufferView; biases: ArrayBufferView }): void;
 /** Whether the running kernel variant reads the 16-row tile layout (the AVX-512 VNNI variant): only then is repacking worth it. */
-export declare function q4TileLayout(): boolean;
+export declare function weightTileLayout(): boolean;
 export declare function rmsNorm(x: Float32Array, rows: number, dim: number, weight: Float32Array | null, eps: number, plusOne: boolean, out: Float32Array): void;
 export declare function layerNorm(x: Float32Array, rows: number, dim: number, weight: Float32Array | null, bias: Float32Array | null, eps: number, out: Float32Array): void;
 export declare function softmax(x: Float32Array, rows: number, dim: number, out: Float32Array): void;

@@ -106,7 +106,7 @@ const { native, error } = load();
 /** The package's exports: every binding by name, the op codes, and `default` (the addon itself). */
 // Every kernel (not the set-up functions) is timed while a profile runs (`mlxcel bench --profile`, profile.cjs).
 const { withProfiling, startProfile, stopProfile } = require('./profile.cjs');
-const UNTIMED = new Set(['cpuInfo', 'setIsa', 'setThreads', 'alloc', 'mmapFile', 'releasePages', 'setMatmulPrecision', 'matmulPrecision', 'q4TileLayout']);
+const UNTIMED = new Set(['cpuInfo', 'setIsa', 'setThreads', 'alloc', 'mmapFile', 'releasePages', 'setMatmulPrecision', 'matmulPrecision', 'weightTileLayout']);
 // Built once per process and kept on the addon object: a second evaluation of this file (a test runner
 // that loads modules itself, or two copies of the package) must hand out the same wrapped functions and
 // the same profile counters, or require() and import would see different objects.

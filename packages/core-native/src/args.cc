@@ -166,12 +166,12 @@ WeightRef weight_arg(const Napi::Value& v, const char* fn, const char* name) {
   if (!layout.IsUndefined() && !layout.IsNull()) {
     r.layout = int(int_arg(layout, fn, (std::string(name) + ".layout").c_str(), kWeightRows, kWeightTiles16));
     if (r.layout == kWeightTiles16) {
-      if (r.bits != 4 || r.rows % 16 != 0 || r.cols % 128 != 0)
-        throw_range(env, w + ": the 16-row tile layout needs 4-bit codes, rows a multiple of 16 and cols a multiple of 128 (got " +
+      if (!tiles_shape_ok(r))
+        throw_range(env, w + ": the 16-row tile layout needs 4-bit codes with cols a multiple of 128 or 8-bit codes with cols a multiple of 64, and rows a multiple of 16 (got " +
                              std::to_string(r.bits) + "-bit [" + std::to_string(r.rows) + ", " + std::to_string(r.cols) + "])");
-      if (!kernels().q4_tiles)
+      if (!kernels().weight_tiles)
         throw_range(env, w + " is in the 16-row tile layout, which the " + std::string(kernels().name) +
-                             " kernels do not read (repack it with packQ4Tiles only where q4TileLayout() is true)");
+                             " kernels do not read (repack it with packWeightTiles only where weightTileLayout() is true)");
     }
   }
   return r;

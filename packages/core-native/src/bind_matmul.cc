@@ -69,37 +69,38 @@ Napi::Value Gather(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// packQ4Tiles(weight, { data, scales, biases }): writes a 4-bit row-layout weight in the 16-row tile layout
+// packWeightTiles(weight, { data, scales, biases }): writes a 4- or 8-bit row-layout weight in the 16-row tile layout
 // (kWeightTiles16, kernels.h) into the three given buffers, each at least the size of its counterpart and
 // either apart from the input or exactly it (in place: tile t occupies the bytes of rows 16t .. 16t + 15,
 // so each tile is copied aside and written back over itself). Pure data movement: the layout holds the
 // same codes, scales and biases.
-Napi::Value PackQ4Tiles(const Napi::CallbackInfo& info) {
-  const char* fn = "packQ4Tiles";
+Napi::Value PackWeightTiles(const Napi::CallbackInfo& info) {
+  const char* fn = "packWeightTiles";
   Napi::Env env = info.Env();
   WeightRef w = weight_arg(info[0], fn, "weight");
   if (w.dtype != kQAffine || w.layout != kWeightRows)
-    throw_range(env, "packQ4Tiles: weight must be an MLX affine quantized weight in the row layout");
-  if (w.bits != 4 || w.rows % 16 != 0 || w.cols % 128 != 0)
-    throw_range(env, "packQ4Tiles: the 16-row tile layout needs 4-bit codes, rows a multiple of 16 and cols a multiple of 128 (got " +
+    throw_range(env, "packWeightTiles: weight must be an MLX affine quantized weight in the row layout");
+  if (!tiles_shape_ok(w))
+    throw_range(env, "packWeightTiles: the 16-row tile layout needs 4-bit codes with cols a multiple of 128 or 8-bit codes with cols a multiple of 64, and rows a multiple of 16 (got " +
                          std::to_string(w.bits) + "-bit [" + std::to_string(w.rows) + ", " + std::to_string(w.cols) + "])");
-  if (!info[1].IsObject()) throw_type(env, "packQ4Tiles: out must be an object { data, scales, biases }");
+  if (!info[1].IsObject()) throw_type(env, "packWeightTiles: out must be an object { data, scales, biases }");
   Napi::Object o = info[1].As<Napi::Object>();
   const int64_t K = w.cols, gpr = K / w.group, sb = w.scale_dtype == kF32 ? 4 : 2;
-  const size_t code_bytes = size_t(count_of(env, fn, w.rows, K / 2)), scale_bytes = size_t(count_of(env, fn, w.rows, gpr, sb));
+  const int64_t row_bytes = K * w.bits / 8;
+  const size_t code_bytes = size_t(count_of(env, fn, w.rows, row_bytes)), scale_bytes = size_t(count_of(env, fn, w.rows, gpr, sb));
   Bytes d = bytes_arg(o.Get("data"), fn, "out.data"), s = bytes_arg(o.Get("scales"), fn, "out.scales"), b = bytes_arg(o.Get("biases"), fn, "out.biases");
   auto check = [&](const Bytes& x, size_t need, const char* what, std::initializer_list<std::pair<const uint8_t*, size_t>> inputs) {
     if (x.size < need)
-      throw_range(env, std::string("packQ4Tiles: out.") + what + " has " + std::to_string(x.size) + " bytes, needs " + std::to_string(need));
+      throw_range(env, std::string("packWeightTiles: out.") + what + " has " + std::to_string(x.size) + " bytes, needs " + std::to_string(need));
     for (auto in : inputs)
       if (x.data < in.first + in.second && in.first < x.data + need && !(x.data == in.first && need == in.second))
-        throw_range(env, std::string("packQ4Tiles: out.") + what + " overlaps the input weight (only the very same bytes, in place, may)");
+        throw_range(env, std::string("packWeightTiles: out.") + what + " overlaps the input weight (only the very same bytes, in place, may)");
   };
   const std::initializer_list<std::pair<const uint8_t*, size_t>> ins = {{w.data, code_bytes}, {w.scales, scale_bytes}, {w.biases, scale_bytes}};
   check(d, code_bytes, "data", ins);
   check(s, scale_bytes, "scales", ins);
   check(b, scale_bytes, "biases", ins);
-  const int64_t words = K / 8, tile_code = 16 * (K / 2), tile_scale = 16 * gpr * sb;
+  const int64_t words = row_bytes / 4, tile_code = 16 * row_bytes, tile_scale = 16 * gpr * sb;
   parallel_for(w.rows / 16, 4, [&](int64_t t0, int64_t t1) {
     std::vector<uint8_t> code(static_cast<size_t>(tile_code)), sc(static_cast<size_t>(tile_scale)), bi(static_cast<size_t>(tile_scale));
     for (int64_t t = t0; t < t1; t++) {
@@ -108,7 +109,7 @@ Napi::Value PackQ4Tiles(const Napi::CallbackInfo& info) {
       std::memcpy(sc.data(), w.scales + t * tile_scale, size_t(tile_scale));
       std::memcpy(bi.data(), w.biases + t * tile_scale, size_t(tile_scale));
       for (int r = 0; r < 16; r++) {
-        const uint8_t* src = code.data() + r * (K / 2);
+        const uint8_t* src = code.data() + r * row_bytes;
         uint8_t* dst = d.data + t * tile_code + r * 4;
         for (int64_t j = 0; j < words; j++) std::memcpy(dst + j * 64, src + j * 4, 4);
         for (int64_t g = 0; g < gpr; g++) {
@@ -122,16 +123,16 @@ Napi::Value PackQ4Tiles(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// q4TileLayout(): whether the running kernels read the 16-row tile layout (so a loader should repack).
-Napi::Value Q4TileLayout(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), kernels().q4_tiles); }
+// weightTileLayout(): whether the running kernels read the 16-row tile layout (so a loader should repack).
+Napi::Value WeightTileLayout(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), kernels().weight_tiles); }
 
 }  // namespace
 
 void RegisterMatmul(Napi::Env env, Napi::Object exports) {
   exports.Set("matmul", Napi::Function::New(env, Matmul, "matmul"));
   exports.Set("gather", Napi::Function::New(env, Gather, "gather"));
-  exports.Set("packQ4Tiles", Napi::Function::New(env, PackQ4Tiles, "packQ4Tiles"));
-  exports.Set("q4TileLayout", Napi::Function::New(env, Q4TileLayout, "q4TileLayout"));
+  exports.Set("packWeightTiles", Napi::Function::New(env, PackWeightTiles, "packWeightTiles"));
+  exports.Set("weightTileLayout", Napi::Function::New(env, WeightTileLayout, "weightTileLayout"));
   exports.Set("setMatmulPrecision", Napi::Function::New(env, SetMatmulPrecision, "setMatmulPrecision"));
   exports.Set("matmulPrecision", Napi::Function::New(env, MatmulPrecision, "matmulPrecision"));
 }

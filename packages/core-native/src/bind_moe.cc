@@ -60,7 +60,7 @@ Napi::Value MoeSwitchGlu(const Napi::CallbackInfo& info) {
   for (const WeightRef* x : {&a.gate, &a.up, &a.down})
     if (x->layout != kWeightRows)
       throw_range(env, "moeSwitchGLU: expert weights must be in the row layout (the MoE kernels slice experts by rows; "
-                       "do not repack them with packQ4Tiles)");
+                       "do not repack them with packWeightTiles)");
   if (a.down.rows != a.E * a.H || a.down.cols != a.I)
     throw_range(env, "moeSwitchGLU: down " + dims(a.down) + " should be [numExperts x hidden, intermediate] = [" +
                          std::to_string(a.E * a.H) + ", " + std::to_string(a.I) + "]");

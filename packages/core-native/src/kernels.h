@@ -27,14 +27,19 @@ struct WeightRef {
   // 8-bit activations while every other weight takes 16-bit ones (bind_matmul.cc). Read by no kernel.
   bool ffn = false;
   // kWeightRows: row r's codes at data + r * cols * bits / 8, its scales / biases at r * groups.
-  // kWeightTiles16 (4-bit codes only; rows % 16 == 0, cols % 128 == 0; see pack_q4_tiles): 16 rows
-  // interleaved one 32-bit code word (8 codes, low nibble first) at a time, so that one 64-byte vector
-  // holds the same word of 16 rows and an integer dot product's i32 lanes are weight rows. With
-  // t = r / 16, j = c / 8: row r's word j is u32 number (t * cols / 8 + j) * 16 + r % 16 of data, and its
-  // group g scale / bias is element (t * groups + g) * 16 + r % 16. Same byte sizes as kWeightRows.
+  // kWeightTiles16 (4- or 8-bit codes; rows % 16 == 0, cols % 128 (4-bit) or 64 (8-bit) == 0; written by
+  // packWeightTiles): 16 rows interleaved one 32-bit code word (8 codes low nibble first, or 4 bytes) at
+  // a time, so that one 64-byte vector holds the same word of 16 rows and an integer dot product's i32
+  // lanes are weight rows. With t = r / 16, W = cols * bits / 32 words per row and j = the word: row r's
+  // word j is u32 number (t * W + j) * 16 + r % 16 of data, and its group g scale / bias is element
+  // (t * groups + g) * 16 + r % 16. Same byte sizes as kWeightRows.
   int layout = 0;
 };
 enum WeightLayout : int { kWeightRows = 0, kWeightTiles16 = 1 };
+// Whether an MLX affine weight's shape can take kWeightTiles16 (whole tiles, whole 64-byte chunks).
+inline bool tiles_shape_ok(const WeightRef& w) {
+  return w.rows % 16 == 0 && ((w.bits == 4 && w.cols % 128 == 0) || (w.bits == 8 && w.cols % 64 == 0));
+}
 
 // KV storage read by the attention kernel (packages/cache). A cache hands one or more segments per
 // sequence (e.g. a quantized body plus a full-precision staging tail); slots of all segments of a
@@ -192,8 +197,8 @@ struct KernelTable {
   // only in the "fast" (2 planes) and "int8" (1 plane) matmul precisions.
   bool (*matmul_q8act)(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int planes);
   // Whether this variant's kernels read kWeightTiles16 weights (matmul and gather; not the MoE kernels).
-  // Only then does a loader repack (pack_q4_tiles): everywhere else the row layout is the fast one.
-  bool q4_tiles;
+  // Only then does a loader repack (packWeightTiles): everywhere else the row layout is the fast one.
+  bool weight_tiles;
   // out[i, :] = W[ids[i], :] dequantized to f32.
   void (*gather_rows)(const int32_t* ids, int64_t n, const WeightRef& w, float* out);
   // RMSNorm; w may be null (no scale); plus_one uses (1 + w) as Gemma does.

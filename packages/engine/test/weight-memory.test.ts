@@ -68,7 +68,7 @@ describe('weight placement', () => {
   });
 });
 
-describe.runIf(native.q4TileLayout())('weight layout', () => {
+describe.runIf(native.weightTileLayout())('weight layout', () => {
   for (const name of ['phimoe-tiny-q4-mlx', 'gemma3n-tiny-q4'])
     it(`${name}: tiles (resident, auto) within rounding of rows, same greedy ids`, () => {
       setWeightPlacement('resident');

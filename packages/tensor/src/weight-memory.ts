@@ -65,7 +65,7 @@ export class WeightArena {
   private readonly mine = new WeakSet<ArrayBufferLike>();
   /** Bytes copied in so far. */
   bytes = 0;
-  /** Bytes of 4-bit weights placeWeight repacked into the tile layout so far (codes, scales and biases). */
+  /** Bytes of quantized weights placeWeight repacked into the tile layout so far (codes, scales and biases). */
   tiledBytes = 0;
 
   /** True when `v` already lives in this arena's memory. */
@@ -121,9 +121,10 @@ export function allocWeightBytes(n: number): Uint8Array {
 }
 
 /**
- * How resident 4-bit weights are laid out for the kernels: `auto` repacks each streamed 4-bit weight
- * whose shape allows it (rows a multiple of 16, columns of 128) into core-native's 16-row tile layout
- * where the running kernels read it (`q4TileLayout()`: the AVX-512 VNNI variant), `rows` keeps the
+ * How resident quantized weights are laid out for the kernels: `auto` repacks each streamed 4- or 8-bit
+ * weight whose shape allows it (rows a multiple of 16, columns of 128 for 4-bit, 64 for 8-bit) into
+ * core-native's 16-row tile layout
+ * where the running kernels read it (`weightTileLayout()`: the AVX-512 VNNI variant), `rows` keeps the
  * checkpoint's row layout.
  *
  * Why: in the row layout the integer dot products' lanes are code positions of one row, so each weight
@@ -153,13 +154,13 @@ export function setWeightLayout(l: WeightLayout): WeightLayout {
 /** Whether placeWeight repacks `w` into the tile layout (see WeightLayout). */
 function tiles(w: Weight): boolean {
   const n = w.native;
-  return layout === 'auto' && n.dtype === 3 && n.bits === 4 && (n.layout ?? 0) === 0 && w.shape.length === 2 &&
-    n.rows % 16 === 0 && n.cols % 128 === 0 && native.q4TileLayout();
+  return layout === 'auto' && n.dtype === 3 && (n.layout ?? 0) === 0 && w.shape.length === 2 && n.rows % 16 === 0 &&
+    ((n.bits === 4 && n.cols % 128 === 0) || (n.bits === 8 && n.cols % 64 === 0)) && native.weightTileLayout();
 }
 
 /**
  * Moves a streamed weight's buffers (codes or elements, scales, biases) into the arena when the
- * placement is `resident`, and there repacks a 4-bit one into the tile layout where `weightLayout()`
+ * placement is `resident`, and there repacks a 4- or 8-bit one into the tile layout where `weightLayout()`
  * says so; in place, so every holder of `w` (an Embedding and its tied head) reads the copy. Call before
  * the weight is first used. Views made earlier with `index()` keep the old bytes.
  */
@@ -175,7 +176,7 @@ export function placeWeight(w: Weight): void {
     let offsets = packedTiles.get(d.buffer);
     if (!offsets) packedTiles.set(d.buffer, (offsets = new Set()));
     if (!offsets.has(d.byteOffset)) {
-      native.packQ4Tiles(n, { data: d, scales: n.scales!, biases: n.biases! });
+      native.packWeightTiles(n, { data: d, scales: n.scales!, biases: n.biases! });
       offsets.add(d.byteOffset);
       weightArena.tiledBytes += w.nbytes;
     }

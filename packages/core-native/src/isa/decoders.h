@@ -81,10 +81,10 @@ struct TiledRowBuf {
   Scratch codes, scales, biases;
 };
 static WeightRef tiled_row_view(const WeightRef& w, int64_t r, int64_t c0, int64_t n, TiledRowBuf& buf) {
-  const int64_t K = w.cols, G = w.group, gpr = K / G, t = r / 16, lane = r % 16;
-  const uint32_t* words = reinterpret_cast<const uint32_t*>(w.data) + t * (K / 8) * 16 + lane;
-  uint32_t* c = buf.codes.get<uint32_t>(size_t(n / 8));
-  for (int64_t j = 0; j < n / 8; j++) c[j] = words[(c0 / 8 + j) * 16];
+  const int64_t K = w.cols, G = w.group, gpr = K / G, t = r / 16, lane = r % 16, cw = 32 / w.bits;  // codes per word
+  const uint32_t* words = reinterpret_cast<const uint32_t*>(w.data) + t * (K / cw) * 16 + lane;
+  uint32_t* c = buf.codes.get<uint32_t>(size_t(n / cw));
+  for (int64_t j = 0; j < n / cw; j++) c[j] = words[(c0 / cw + j) * 16];
   const int sb = w.scale_dtype == kF32 ? 4 : 2;
   const int64_t ng = n / G;
   uint8_t* s = buf.scales.get<uint8_t>(size_t(ng * sb));

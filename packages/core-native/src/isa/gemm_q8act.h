@@ -207,8 +207,9 @@ static void q8act_pack_tile(const WeightRef& w, int64_t n0, int nr, int64_t k0, 
     for (int64_t j = 0; j < kc / cpb; j++) {
       __m512i rows[16], t[16];
       if (w.layout == kWeightTiles16) {
-        // Already 16 rows per vector (kernels.h): word k0 / 8 + 16 j + i of the tile is t[i].
-        const uint32_t* src = reinterpret_cast<const uint32_t*>(w.data) + ((n0 / 16) * (w.cols / 8) + (k0 + j * cpb) / 8) * 16;
+        // Already 16 rows per vector (kernels.h): word (k0 + j * cpb) / codes per word + i of the tile is t[i].
+        const int64_t cw = 32 / w.bits;  // codes per word
+        const uint32_t* src = reinterpret_cast<const uint32_t*>(w.data) + ((n0 / 16) * (w.cols / cw) + (k0 + j * cpb) / cw) * 16;
         for (int i = 0; i < 16; i++) t[i] = _mm512_loadu_si512(src + i * 16);
       } else {
         for (int r = 0; r < 16; r++) {

@@ -33,7 +33,7 @@ static void gemv_tiles(const float* x, int64_t M, const WeightRef& w, const floa
 // too), 2 / 1 = the "fast" / "int8" integer activations (matmul_q8act passes them; see vnni_prepare).
 static void gemv(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int np = 3) {
 #if defined(__AVX512VNNI__) && MLX_VL == 16
-  if (w.layout == kWeightTiles16) {  // only this variant is handed tiled weights (KernelTable::q4_tiles)
+  if (w.layout == kWeightTiles16) {  // only this variant is handed tiled weights (KernelTable::weight_tiles)
     gemv_tiles(x, M, w, bias, y, np);
     return;
   }

@@ -1,4 +1,4 @@
-// GEMV over 4-bit weights in the 16-row tile layout (kWeightTiles16, kernels.h), AVX-512 VNNI only.
+// GEMV over 4- and 8-bit weights in the 16-row tile layout (kWeightTiles16, kernels.h), AVX-512 VNNI only.
 // Included by kernels_impl.h inside the variant namespace (MLX_NS), after gemm_q8act.h. Not a standalone
 // header: no include guard on purpose.
 //
@@ -21,14 +21,16 @@
 
 #if defined(__AVX512VNNI__) && MLX_VL == 16
 
-// Digit planes of one x row for the tile kernels, NP of them (most significant first), as 8-byte pieces:
-// piece j of plane p (elements 8j .. 8j + 7, the even positions then the odd ones, i.e. the x values of
-// code word j's low and high nibbles) at out + j * stride + p * 8. The kernels interleave the pieces of
-// all rows and planes of an x block (stride = rows * NP * 8), so a block's x is one sequential stream:
+// Digit planes of one x row for the tile kernels, NP of them (most significant first), as one piece per
+// code word: for 4-bit codes piece j of plane p is elements 8j .. 8j + 7, the even positions then the
+// odd ones (the x values of word j's low and high nibbles), 8 bytes at out + j * stride + p * 8; for
+// 8-bit codes elements 4j .. 4j + 3, 4 bytes at out + j * stride + p * 4. The kernels interleave the
+// pieces of all rows and planes of an x block (stride = rows * NP * piece bytes), so a block's x is one
+// sequential stream:
 // with separate planes, 8 rows at K = 8192 were 16 streams of 8 KiB read 8 bytes per step, and the
 // 8-row GEMV ran at 0.86x the row layout's instead of 2.2x (bench/layouts-ab.mjs). sx[g]: the group's scale (max |x| / T).
 // Returns false when x holds a non-finite value.
-static bool tiles_prepare(const float* x, int64_t K, int G, int8_t* out, int64_t stride, float* sx, int NP) {
+static bool tiles_prepare(const float* x, int64_t K, int G, int bits, int8_t* out, int64_t stride, float* sx, int NP) {
   const int64_t gpr = K / G;
   const __m512 inf = _mm512_set1_ps(INFINITY);
   const int T = NP == 3 ? kPlaneT : NP == 2 ? 32639 : 127;
@@ -56,20 +58,30 @@ static bool tiles_prepare(const float* x, int64_t K, int G, int8_t* out, int64_t
         d[1] = (__m512i)a0;
         d[0] = (__m512i)(((vi)t - a0) >> 8);
       } else d[0] = t;
-      const int64_t j = (g * G + c) / 8;
-      for (int p = 0; p < NP; p++) {
-        const __m128i b = _mm_shuffle_epi8(_mm512_cvtepi32_epi8(d[p]), _mm_setr_epi8(0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15));
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(out + j * stride + p * 8), b);
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(out + (j + 1) * stride + p * 8), _mm_unpackhi_epi64(b, b));
+      if (bits == 4) {
+        const int64_t j = (g * G + c) / 8;
+        for (int p = 0; p < NP; p++) {
+          const __m128i b = _mm_shuffle_epi8(_mm512_cvtepi32_epi8(d[p]), _mm_setr_epi8(0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15));
+          _mm_storel_epi64(reinterpret_cast<__m128i*>(out + j * stride + p * 8), b);
+          _mm_storel_epi64(reinterpret_cast<__m128i*>(out + (j + 1) * stride + p * 8), _mm_unpackhi_epi64(b, b));
+        }
+      } else {
+        const int64_t j = (g * G + c) / 4;
+        for (int p = 0; p < NP; p++) {
+          alignas(16) int32_t b[4];
+          _mm_store_si128(reinterpret_cast<__m128i*>(b), _mm512_cvtepi32_epi8(d[p]));
+          for (int i = 0; i < 4; i++) std::memcpy(out + (j + i) * stride + p * 4, &b[i], 4);
+        }
       }
     }
   }
   return true;
 }
 
-// i32 accumulators per (tile, x row): one per digit plane, or for a single x row one per plane and
-// nibble (low / high codes of a word apart), so that one x row still keeps 2-6 dot-product chains
-// going. Integer sums are exact, so how they are split does not change a bit of the result.
+// i32 accumulators per (tile, x row): one per digit plane, or for a single x row two per plane (4-bit:
+// the low and high nibbles' sums apart; 8-bit: even and odd words'), so that one x row still keeps 2-6
+// dot-product chains going. Integer sums are exact, so how they are split does not change a bit of the
+// result.
 template <int NP, int MB>
 constexpr int kTileAcc = MB == 1 ? 2 * NP : NP;
 
@@ -93,13 +105,14 @@ constexpr int64_t kTilesPrefetch = 4096;
 // y[m][16 t + lane] for the RT tiles t0 .. t0 + RT - 1 and MB prepared x rows (planes: their pieces as tiles_prepare
 // interleaves them, piece j of row m, plane p at (j * MB + m) * NP * 8; sx
 // and xsum [MB][gpr]).
-template <int SD, int NP, int MB, int RT>
+template <int BITS, int SD, int NP, int MB, int RT>
 static inline void gemv_tiles_kernel(const int8_t* planes, const float* sx, const float* xsum, int64_t K, const WeightRef& w,
                                      const float* bias, float* y, int64_t N, int64_t t0) {
   constexpr int NA = kTileAcc<NP, MB>;
   constexpr bool split = NA == 2 * NP;  // low and high nibbles in accumulators of their own
   const int G = w.group;
-  const int64_t gpr = K / G, wpg = G / 8, tile_words = K / 8 * 16;
+  constexpr int CW = 32 / BITS, PW = CW;  // codes per word; x bytes per piece (one per code)
+  const int64_t gpr = K / G, wpg = G / CW, tile_words = K / CW * 16;
   const uint32_t* tp[RT];
   for (int rt = 0; rt < RT; rt++) tp[rt] = reinterpret_cast<const uint32_t*>(w.data) + (t0 + rt) * tile_words;
   // The next call's tiles follow these in memory: prefetch them in address order as these are consumed.
@@ -118,18 +131,25 @@ static inline void gemv_tiles_kernel(const int8_t* planes, const float* sx, cons
         const uint32_t* src = tp[rt] + j * 16;
         pref.advance(64);
         const __m512i v = _mm512_loadu_si512(src);
-        const __m512i lo = _mm512_and_si512(v, nib), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
-        for (int m = 0; m < MB; m++) {
-          const int8_t* xp = planes + (j * MB + m) * NP * 8;
-          for (int p = 0; p < NP; p++) {
-            const int8_t* xq = xp + p * 8;  // 4 bytes for the low nibbles, then 4 for the high ones
-            if (split) {
-              tiles_dot(a[rt][m][2 * p], lo, xq);
-              tiles_dot(a[rt][m][2 * p + 1], hi, xq + 4);
-            } else {
-              tiles_dot(a[rt][m][p], lo, xq);
-              tiles_dot(a[rt][m][p], hi, xq + 4);
+        if (BITS == 4) {
+          const __m512i lo = _mm512_and_si512(v, nib), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+          for (int m = 0; m < MB; m++) {
+            const int8_t* xp = planes + (j * MB + m) * NP * PW;
+            for (int p = 0; p < NP; p++) {
+              const int8_t* xq = xp + p * PW;  // 4 bytes for the low nibbles, then 4 for the high ones
+              if (split) {
+                tiles_dot(a[rt][m][2 * p], lo, xq);
+                tiles_dot(a[rt][m][2 * p + 1], hi, xq + 4);
+              } else {
+                tiles_dot(a[rt][m][p], lo, xq);
+                tiles_dot(a[rt][m][p], hi, xq + 4);
+              }
             }
+          }
+        } else {  // 8-bit: the word's 4 codes against the piece's 4 x bytes
+          for (int m = 0; m < MB; m++) {
+            const int8_t* xp = planes + (j * MB + m) * NP * PW;
+            for (int p = 0; p < NP; p++) tiles_dot(a[rt][m][split ? 2 * p + (j & 1) : p], v, xp + p * PW);
           }
         }
       }
@@ -143,10 +163,10 @@ static inline void gemv_tiles_kernel(const int8_t* planes, const float* sx, cons
         __m512i d[NP];  // the plane sums
         for (int p = 0; p < NP; p++) d[p] = split ? _mm512_add_epi32(a[rt][m][2 * p], a[rt][m][2 * p + 1]) : a[rt][m][p];
         __m512 fa;
-        if (NP == 3)  // |a2| <= 128 * 15 * 128 < 2^24: exact in f32; a2 << 16 could pass 2^31
+        if (NP == 3)  // |a2| <= 128 * 255 * 128 < 2^24: exact in f32; a2 << 16 could pass 2^31
           fa = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d[0]), _mm512_set1_ps(65536.f),
                                _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_slli_epi32(d[1], 8), d[2])));
-        else if (NP == 2)  // |d1| <= 128 * 15 * 128, so d1 << 8 stays in i32
+        else if (NP == 2)  // |d1| <= 128 * 255 * 128, so d1 << 8 stays in i32
           fa = _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_slli_epi32(d[0], 8), d[1]));
         else
           fa = _mm512_cvtepi32_ps(d[0]);
@@ -163,20 +183,20 @@ static inline void gemv_tiles_kernel(const int8_t* planes, const float* sx, cons
 }
 
 // Tiles [t0, t1) for MB x rows: kTilesPerCall at a time, then one at a time.
-template <int SD, int NP, int MB>
+template <int BITS, int SD, int NP, int MB>
 static void gemv_tiles_range(const int8_t* planes, const float* sx, const float* xsum, int64_t K, const WeightRef& w,
                              const float* bias, float* y, int64_t N, int64_t t0, int64_t t1) {
   constexpr int RT = kTilesPerCall<NP, MB>;
   int64_t t = t0;
-  for (; t + RT <= t1; t += RT) gemv_tiles_kernel<SD, NP, MB, RT>(planes, sx, xsum, K, w, bias, y, N, t);
-  for (; t < t1; t++) gemv_tiles_kernel<SD, NP, MB, 1>(planes, sx, xsum, K, w, bias, y, N, t);
+  for (; t + RT <= t1; t += RT) gemv_tiles_kernel<BITS, SD, NP, MB, RT>(planes, sx, xsum, K, w, bias, y, N, t);
+  for (; t < t1; t++) gemv_tiles_kernel<BITS, SD, NP, MB, 1>(planes, sx, xsum, K, w, bias, y, N, t);
 }
 
 // x rows per kernel call: 8, or 4 with three digit planes (registers).
 template <int NP>
 constexpr int kTilesXBlock = NP == 3 ? 4 : 8;
 
-template <int SD, int NP>
+template <int BITS, int SD, int NP>
 static void gemv_tiles_blocks(const int8_t* planes, const float* sx, const float* xsum, int64_t M, int64_t K, const WeightRef& w,
                               const float* bias, float* y, int64_t N, int64_t t0, int64_t t1) {
   const int64_t gpr = K / w.group;
@@ -186,17 +206,17 @@ static void gemv_tiles_blocks(const int8_t* planes, const float* sx, const float
     const float *s = sx + m0 * gpr, *xs = xsum + m0 * gpr;
     float* yo = y + m0 * N;
     switch (mb) {
-      case 1: gemv_tiles_range<SD, NP, 1>(pl, s, xs, K, w, bias, yo, N, t0, t1); break;
-      case 2: gemv_tiles_range<SD, NP, 2>(pl, s, xs, K, w, bias, yo, N, t0, t1); break;
-      case 3: gemv_tiles_range<SD, NP, 3>(pl, s, xs, K, w, bias, yo, N, t0, t1); break;
-      case 4: gemv_tiles_range<SD, NP, 4>(pl, s, xs, K, w, bias, yo, N, t0, t1); break;
+      case 1: gemv_tiles_range<BITS, SD, NP, 1>(pl, s, xs, K, w, bias, yo, N, t0, t1); break;
+      case 2: gemv_tiles_range<BITS, SD, NP, 2>(pl, s, xs, K, w, bias, yo, N, t0, t1); break;
+      case 3: gemv_tiles_range<BITS, SD, NP, 3>(pl, s, xs, K, w, bias, yo, N, t0, t1); break;
+      case 4: gemv_tiles_range<BITS, SD, NP, 4>(pl, s, xs, K, w, bias, yo, N, t0, t1); break;
       default:
         if constexpr (kTilesXBlock<NP> > 4) {
           switch (mb) {
-            case 5: gemv_tiles_range<SD, NP, 5>(pl, s, xs, K, w, bias, yo, N, t0, t1); break;
-            case 6: gemv_tiles_range<SD, NP, 6>(pl, s, xs, K, w, bias, yo, N, t0, t1); break;
-            case 7: gemv_tiles_range<SD, NP, 7>(pl, s, xs, K, w, bias, yo, N, t0, t1); break;
-            default: gemv_tiles_range<SD, NP, 8>(pl, s, xs, K, w, bias, yo, N, t0, t1); break;
+            case 5: gemv_tiles_range<BITS, SD, NP, 5>(pl, s, xs, K, w, bias, yo, N, t0, t1); break;
+            case 6: gemv_tiles_range<BITS, SD, NP, 6>(pl, s, xs, K, w, bias, yo, N, t0, t1); break;
+            case 7: gemv_tiles_range<BITS, SD, NP, 7>(pl, s, xs, K, w, bias, yo, N, t0, t1); break;
+            default: gemv_tiles_range<BITS, SD, NP, 8>(pl, s, xs, K, w, bias, yo, N, t0, t1); break;
           }
         }
         break;
@@ -217,8 +237,9 @@ static void gemv_tiles(const float* x, int64_t M, const WeightRef& w, const floa
   for (int64_t m = 0; m < M; m++) {
     // Row m's pieces within its x block (gemv_tiles_blocks: blocks of kTilesXBlock rows).
     const int64_t xb = np == 3 ? kTilesXBlock<3> : kTilesXBlock<2>, m0 = m / xb * xb, mb = std::min<int64_t>(xb, M - m0);
-    int8_t* at = planes + m0 * np * K + (m - m0) * np * 8;
-    if (!tiles_prepare(x + m * K, K, w.group, at, mb * np * 8, sx + m * gpr, np)) {
+    const int pw = 32 / w.bits;  // x bytes per piece
+    int8_t* at = planes + m0 * np * K + (m - m0) * np * pw;
+    if (!tiles_prepare(x + m * K, K, w.group, w.bits, at, mb * np * pw, sx + m * gpr, np)) {
       if (M > 1) {  // one call per row, so every row is what it would be alone
         for (int64_t r = 0; r < M; r++) gemv_tiles(x + r * K, 1, w, bias, y + r * N, np);
         return;
@@ -246,14 +267,15 @@ static void gemv_tiles(const float* x, int64_t M, const WeightRef& w, const floa
   const int64_t tiles = N / 16;
   // Grain: >= ~64 KB of codes per task; panel: the tiles a task runs every x block over before moving
   // on (~128 KB, so later blocks read them from L2).
-  const int64_t tile_bytes = 16 * K / 2;
+  const int64_t tile_bytes = 16 * K * w.bits / 8;
   const int64_t grain = std::max<int64_t>(1, (64 * 1024) / tile_bytes);
   const int64_t panel = M > kTilesXBlock<3> ? std::max<int64_t>(4, (128 * 1024) / tile_bytes) : tiles;
   parallel_for(tiles, grain, [&](int64_t a0, int64_t a1) {
     for (int64_t p0 = a0; p0 < a1; p0 += panel) {
       const int64_t p1 = std::min(a1, p0 + panel);
       auto run = [&](auto sdc, auto npc) {
-        gemv_tiles_blocks<decltype(sdc)::value, decltype(npc)::value>(planes, sx, xsum, M, K, w, bias, y, N, p0, p1);
+        if (w.bits == 4) gemv_tiles_blocks<4, decltype(sdc)::value, decltype(npc)::value>(planes, sx, xsum, M, K, w, bias, y, N, p0, p1);
+        else gemv_tiles_blocks<8, decltype(sdc)::value, decltype(npc)::value>(planes, sx, xsum, M, K, w, bias, y, N, p0, p1);
       };
       auto by_np = [&](auto sdc) {
         if (np == 1) run(sdc, std::integral_constant<int, 1>());

@@ -51,9 +51,9 @@ static inline mlx::KernelTable make_table(const char* name) {
   t.matmul_q8act = matmul_q8act;
   t.gather_rows = gather_rows;
 #if defined(__AVX512VNNI__) && MLX_VL == 16 && !defined(MLX_AMX)
-  t.q4_tiles = true;  // gemv_tiles.h; the AMX GEMM packs from rows only
+  t.weight_tiles = true;  // gemv_tiles.h; the AMX GEMM packs from rows only
 #else
-  t.q4_tiles = false;
+  t.weight_tiles = false;
 #endif
   t.rms_norm = rms_norm;
   t.layer_norm = layer_norm;
