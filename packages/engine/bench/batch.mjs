@@ -7,7 +7,7 @@
 // Matmul precision as `mlxcel serve` runs it (fast: 16-bit integer activations in quantized matmuls,
 // decode GEMVs included) unless --matmul says otherwise; every precision keeps batched == single.
 //
-//   node packages/engine/bench/batch.mjs [--model gemma3n|gemma4|phi35] [--layers N] [--prompt 32] [--gen 32] [--batches 1,2,4,8] [--matmul fast|exact|int8|mixed] [--weight-memory resident|mapped] [--weight-layout auto|rows] [--profile]
+//   node packages/engine/bench/batch.mjs [--model gemma3n|gemma4|phi35] [--layers N] [--prompt 32] [--gen 32] [--batches 1,2,4,8] [--matmul fast|exact|int8|mixed] [--weight-memory resident|mapped] [--weight-layout auto|rows] [--bits 4|8] [--profile]
 // --profile: per batch size, the native kernel time per op kind over the decode steps (prefill
 // excluded: counting starts once every prompt has its first token) and what is left of the wall time
 // (JS, scheduling, waiting), per decode step.
@@ -39,7 +39,9 @@ if (flag('weight-memory')) setWeightPlacement(flag('weight-memory'));
 if (flag('weight-layout')) setWeightLayout(flag('weight-layout'));
 const profile = args.includes('--profile');
 
-const model = randomModel(readJson(join(root, CONFIGS[name]), name), { layers, quantize: { bits: 4, groupSize: 64 }, seed: 0 });
+const bits = Number(flag('bits', '4'));
+if (bits !== 4 && bits !== 8) throw new Error(`--bits must be 4 or 8, got ${bits}`);
+const model = randomModel(readJson(join(root, CONFIGS[name]), name), { layers, quantize: { bits, groupSize: 64 }, seed: 0 });
 const loaded = { dir: name, config: {}, model, tokenizer: null, chatTemplate: null, eosIds: [], generationConfig: {} };
 const prompt = (k) => Int32Array.from({ length: promptLen }, (_, i) => (i * 7919 + k * 104729) % model.vocabSize);
 
@@ -64,7 +66,7 @@ async function run(n) {
 }
 
 await run(1); // warm-up
-console.log(`${name}${layers ? ` (${layers} layers)` : ''}, random q4, prompt ${promptLen}, ${gen} tokens each, --matmul ${precision}, --weight-memory ${weightPlacement()}, --weight-layout ${weightLayout()}`);
+console.log(`${name}${layers ? ` (${layers} layers)` : ''}, random q${bits}, prompt ${promptLen}, ${gen} tokens each, --matmul ${precision}, --weight-memory ${weightPlacement()}, --weight-layout ${weightLayout()}`);
 let base = 0;
 for (const n of batches) {
   const r = await run(n);
