@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { weightTileLayout } from '@mlxcel/core-native';
 import { SafetensorsFile } from '@mlxcel/tensor';
 import { FIXTURES, mlxcel } from './helpers.js';
 
@@ -69,6 +70,21 @@ describe('bench --random', () => {
     expect(j.prefill_tok_s).toBeGreaterThan(0);
     expect(j.decode_tok_s).toBeGreaterThan(0);
     expect(j.peak_rss_bytes).toBeGreaterThan(0);
+    // The default layout: the q4 weights in tiles exactly where the kernels read them.
+    expect(j.weight_layout).toBe('auto');
+    if (j.weight_memory === 'resident' && weightTileLayout()) expect(j.weight_tiled_bytes).toBeGreaterThan(0);
+    else expect(j.weight_tiled_bytes).toBe(0);
+  });
+
+  it('--weight-layout rows keeps the checkpoint layout; a bad value is a usage error naming the flag', async () => {
+    const r = await mlxcel(['bench', '--random', join(FIXTURES, 'configs', 'Phi-3.5-mini-instruct.json'), '--layers', '1', '--quantize', 'q4', '--prompt-tokens', '4', '--gen-tokens', '2', '--weight-layout', 'rows', '--json'], { timeoutMs: 300_000 });
+    expect(r.code).toBe(0);
+    const j = JSON.parse(r.stdout);
+    expect(j.weight_layout).toBe('rows');
+    expect(j.weight_tiled_bytes).toBe(0);
+    const bad = await mlxcel(['bench', '--random', join(FIXTURES, 'configs', 'Phi-3.5-mini-instruct.json'), '--weight-layout', 'tiles']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/--weight-layout must be "auto" or "rows", got "tiles"/);
   });
 
   it('--concurrency runs requests together through the batching scheduler', async () => {
