@@ -9,12 +9,21 @@ import type { FuzzCase } from '../types.js';
 const f32 = (n: number) => new Float32Array(n).map((_, i) => Math.sin(i + 1));
 const i32 = (n: number) => new Int32Array(n);
 const w44 = () => ({ dtype: 0, data: f32(16), rows: 4, cols: 4 });
+/** A 4-bit weight [16, 128], group 64, f32 scales: the smallest shape the 16-row tile layout takes. */
+const q4w = (layout?: 1) => ({
+  dtype: 3, data: new Uint8Array(1024).map((_, i) => i), rows: 16, cols: 128, bits: 4, groupSize: 64, scaleDtype: 0,
+  scales: new Uint8Array(new Float32Array(32).fill(0.01).buffer), biases: new Uint8Array(new Float32Array(32).fill(-0.05).buffer),
+  ...(layout ? { layout } : {}),
+});
 
 /** Valid calls: [function, arguments]. A single object argument is mutated key by key. */
 function bases(): [string, unknown[]][] {
   return [
     ['matmul', [f32(4), 1, w44(), null, f32(4)]],
     ['gather', [new Int32Array([1, 3]), w44(), f32(8)]],
+    ['packWeightTiles', [q4w(), { data: new Uint8Array(1024), scales: new Uint8Array(128), biases: new Uint8Array(128) }]],
+    // A tiled descriptor: read where the kernels take tiles, a named RangeError elsewhere.
+    ['matmul', [f32(128), 1, q4w(1), null, f32(16)]],
     ['rmsNorm', [f32(8), 2, 4, f32(4), 1e-6, false, f32(8)]],
     ['layerNorm', [f32(8), 2, 4, f32(4), f32(4), 1e-5, f32(8)]],
     ['softmax', [f32(8), 2, 4, f32(8)]],
