@@ -67,7 +67,8 @@ struct Ctx {
   const AttnSeq* seqs;
   int H, G, D, DV, DVp, QB;
   vec<vec<TileRef>> tiles;  // per sequence
-  vec<char> f32_tiles;              // per sequence: every segment is f32 in tile layout
+  vec<signed char> few_dt;  // per sequence: the DT of the few-row kernels (0 f32, 1 f16, 2 bf16) when
+                            // every segment is in tile layout of that one dtype, else -1
 };
 
 struct Scratch {
@@ -172,14 +173,29 @@ static int64_t seq_cols(const AttnSeq& sq) {
   return n;
 }
 
+// The few-row kernels for 1, 2 or 4 (padded) rows.
+template <int DT>
+static void scores_few_rows(int nqv_pad, const float* q, int D, const uint8_t* const* kts, int nb, float* sc) {
+  if (nqv_pad == 1) scores_few<DT, 1>(q, D, kts, nb, sc);
+  else if (nqv_pad == 2) scores_few<DT, 2>(q, D, kts, nb, sc);
+  else scores_few<DT, 4>(q, D, kts, nb, sc);
+}
+template <int DT>
+static void pv_few_rows(int nqv_pad, const float* p, int DVp, const FewRows& v, int nb, float* acc) {
+  if (nqv_pad == 1) pv_few<DT, 1>(p, DVp, v, nb, acc);
+  else if (nqv_pad == 2) pv_few<DT, 2>(p, DVp, v, nb, acc);
+  else pv_few<DT, 4>(p, DVp, v, nb, acc);
+}
+
 static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float* part) {
   const AttentionArgs& a = *c.a;
   const AttnSeq& sq = c.seqs[u.seq];
   const vec<TileRef>& tiles = c.tiles[u.seq];
   const int D = c.D, DVp = c.DVp, nqv = u.nqv;
-  // Few query vectors over f32 tiles (decode without much GQA): the few-row kernels, padded to 1/2/4
-  // rows instead of QR (attention_micro.h; same results).
-  const bool few = c.f32_tiles[size_t(u.seq)] && nqv <= QR / 2;
+  // Few query vectors over f32 / f16 / bf16 tiles (decode without much GQA): the few-row kernels, padded
+  // to 1/2/4 rows instead of QR (attention_micro.h; same results).
+  const int few_dt = c.few_dt[size_t(u.seq)];
+  const bool few = few_dt >= 0 && nqv <= QR / 2;
   const int nqv_pad = few ? (nqv <= 1 ? 1 : nqv <= 2 ? 2 : 4) : int(round_up(nqv, QR));
   const int64_t ncols = seq_cols(sq);
   Scratch& S = scratch();
@@ -231,14 +247,16 @@ static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float*
     // Scores for every tile of the block, then scale, soft-cap and masks.
     const bool decode = nqv_pad == QR;
     if (few) {
-      const float* kts[BT];
+      const uint8_t* kts[BT];  // every K tile read in place (f32: k_tile only prefetches)
       for (int b = 0; b < nb; b++) {
         const TileRef& tr = tiles[size_t(blk[b])];
-        kts[b] = k_tile(sq.segs[tr.seg], c.H, D, u.g, tr.t, kbuf);  // f32 tiles: in place, no copy
+        const KvSegment& sg = sq.segs[tr.seg];
+        kts[b] = few_dt == 0 ? reinterpret_cast<const uint8_t*>(k_tile(sg, c.H, D, u.g, tr.t, kbuf))
+                             : sg.k + (u.g * (sg.capacity / TK) + tr.t) * int64_t(D) * TK * 2;
       }
-      if (nqv_pad == 1) scores_few<1>(q, D, kts, nb, sc);
-      else if (nqv_pad == 2) scores_few<2>(q, D, kts, nb, sc);
-      else scores_few<4>(q, D, kts, nb, sc);
+      if (few_dt == 0) scores_few_rows<0>(nqv_pad, q, D, kts, nb, sc);
+      else if (few_dt == 1) scores_few_rows<1>(nqv_pad, q, D, kts, nb, sc);
+      else scores_few_rows<2>(nqv_pad, q, D, kts, nb, sc);
     } else for (int b = 0; b < nb; b++) {
       const TileRef& tr = tiles[size_t(blk[b])];
       const KvSegment& sg = sq.segs[tr.seg];
@@ -334,16 +352,35 @@ static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float*
         return;
       }
     }
+    if (few) {
+      // 16-bit V rows in place when every lane of the block is valid (else v_tile's zero rows, as f32).
+      bool in_place = few_dt != 0 && c.DV == DVp;
+      for (int b = 0; b < nb && in_place; b++) in_place = info[b].all_valid;
+      FewRows fr;
+      for (int b = 0; b < nb; b++) {
+        const TileRef& tr = tiles[size_t(blk[b])];
+        const KvSegment& sg = sq.segs[tr.seg];
+        if (in_place) {
+          fr.rows[b] = sg.v + (u.g * sg.capacity + tr.t * TK) * int64_t(c.DV) * 2;
+          fr.stride[b] = c.DV;
+        } else {
+          fr.rows[b] = reinterpret_cast<const uint8_t*>(
+              v_tile(sg, c.H, c.DV, DVp, u.g, tr.t, info[b].pos, vbuf + size_t(b) * TK * DVp, fr.stride[b]));
+        }
+      }
+      if (!in_place) pv_few_rows<0>(nqv_pad, sc, DVp, fr, nb, acc);
+      else if (few_dt == 1) pv_few_rows<1>(nqv_pad, sc, DVp, fr, nb, acc);
+      else pv_few_rows<2>(nqv_pad, sc, DVp, fr, nb, acc);
+      nb = 0;
+      return;
+    }
     const float* vts[BT];
     int strides[BT];
     for (int b = 0; b < nb; b++) {
       const TileRef& tr = tiles[size_t(blk[b])];
       vts[b] = v_tile(sq.segs[tr.seg], c.H, c.DV, DVp, u.g, tr.t, info[b].pos, vbuf + size_t(b) * TK * DVp, strides[b]);
     }
-    if (!few) pv_block(sc, nqv_pad, DVp, vts, strides, nb, acc);
-    else if (nqv_pad == 1) pv_few<1>(sc, DVp, vts, strides, nb, acc);
-    else if (nqv_pad == 2) pv_few<2>(sc, DVp, vts, strides, nb, acc);
-    else pv_few<4>(sc, DVp, vts, strides, nb, acc);
+    pv_block(sc, nqv_pad, DVp, vts, strides, nb, acc);
     nb = 0;
   };
 
@@ -462,13 +499,16 @@ static void attention(const AttentionArgs& a) {
   // Query vectors per unit: enough to amortise each tile's load, few enough that acc stays in L2.
   c.QB = int(std::max<int64_t>(QR, std::min<int64_t>(64, 16384 / c.DVp / QR * QR)));
   c.tiles.resize(size_t(n_seqs));
-  c.f32_tiles.assign(size_t(n_seqs), 1);
+  c.few_dt.assign(size_t(n_seqs), -1);
   vec<Unit> units;
   for (int s = 0; s < n_seqs; s++) {
     const AttnSeq& sq = seqs[s];
     int64_t base = 0;
     for (int i = 0; i < sq.n_segs; i++) {
-      if (sq.segs[i].layout != kKvTiles || sq.segs[i].dtype != kF32) c.f32_tiles[size_t(s)] = 0;
+      const KvSegment& sg = sq.segs[i];
+      const int dt = sg.layout != kKvTiles ? -1 : sg.dtype == kF32 ? 0 : sg.dtype == kF16 ? 1 : sg.dtype == kBF16 ? 2 : -1;
+      if (i == 0) c.few_dt[size_t(s)] = (signed char)dt;
+      else if (dt != c.few_dt[size_t(s)]) c.few_dt[size_t(s)] = -1;
       const int64_t nt = (sq.segs[i].n + TK - 1) / TK;
       for (int64_t t = 0; t < nt; t++) c.tiles[size_t(s)].push_back({i, t, base + t * TK});
       base += sq.segs[i].n;

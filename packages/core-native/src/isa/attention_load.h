@@ -18,15 +18,16 @@ static inline void tile_positions(const KvSegment& sg, int64_t t, int32_t* p) {
 constexpr int64_t kPrefetchTiles = 2;
 static inline void pf(const void* p) { __builtin_prefetch(p, 0, 3); }
 
-// The first K and V tiles of a unit over an f32 tile-layout segment, prefetched while the unit before it
+// The first K and V tiles of a unit over an f32 / f16 / bf16 tile-layout segment, prefetched while the unit before it
 // runs: a decode unit over a short context reads only a few tiles, so the in-loop prefetch (two tiles
 // ahead) never covers its start, and each unit used to begin with a cold DRAM stream.
 static inline void prefetch_unit_start(const KvSegment& sg, int D, int DV, int g, int64_t t) {
-  if (sg.layout != kKvTiles || sg.dtype != kF32 || t * TK >= sg.n) return;
-  const float* k = reinterpret_cast<const float*>(sg.k) + (g * (sg.capacity / TK) + t) * int64_t(D) * TK;
-  for (int64_t i = 0; i < int64_t(D) * TK; i += 16) pf(k + i);
-  const uint8_t* v = sg.v + (g * sg.capacity + t * TK) * int64_t(DV) * 4;
-  for (int64_t o = 0; o < int64_t(DV) * 4 * TK; o += 64) pf(v + o);
+  if (sg.layout != kKvTiles || (sg.dtype != kF32 && sg.dtype != kF16 && sg.dtype != kBF16) || t * TK >= sg.n) return;
+  const int64_t esz = sg.dtype == kF32 ? 4 : 2;
+  const uint8_t* k = sg.k + (g * (sg.capacity / TK) + t) * int64_t(D) * TK * esz;
+  for (int64_t o = 0; o < int64_t(D) * TK * esz; o += 64) pf(k + o);
+  const uint8_t* v = sg.v + (g * sg.capacity + t * TK) * int64_t(DV) * esz;
+  for (int64_t o = 0; o < int64_t(DV) * esz * TK; o += 64) pf(v + o);
 }
 
 // K of tile t, KV head g, as f32 [D][TK]: a direct pointer for f32 tiles, else converted into `buf`.

@@ -63,7 +63,7 @@ static void pv_block(const float* p, int nqv_pad, int DVp, const float* const* v
   }
 }
 
-// ---- decode with few query vectors over f32 tiles ------------------------------------------------
+// ---- decode with few query vectors over float tiles ----------------------------------------------
 // A decode unit holds one row x the heads that share its KV head: 1 query vector for Phi-3 / Phi-3.5
 // (no GQA), 3-4 for Phi-4-mini and Gemma 3n. Padded to QR (8 with AVX-512) the kernels above spend most
 // of their FMAs on zero rows, and with the real rows alone one FMA chain per row would be latency-bound.
@@ -71,16 +71,35 @@ static void pv_block(const float* p, int nqv_pad, int DVp, const float* const* v
 // block (scores) or DC vector chunks of the output (P.V). Every accumulator still takes its terms in the
 // order scores_tile / pv_block give them (d ascending; tile then lane ascending), so each row's result is
 // bit-identical to the padded kernels' — the choice never changes an output.
-template <int RQ, int NB>
-static void scores_tiles_few(const float* q, int D, const float* const* kts, float* s, int col0) {
+// DT: 0 f32, 1 f16, 2 bf16 (3 affine 8-bit, used by the padded decode paths below). 16-bit K and V are
+// converted straight into the FMA operands (exact), which the profile showed beats converting a tile
+// into scratch and loading it back: with one query vector each element feeds a single FMA, so the
+// scratch round trip (convert, store, reload) was most of the work.
+template <int DT>
+static inline vf kv_load(const uint8_t* p, int64_t i) {
+  if (DT == 0) return vload(reinterpret_cast<const float*>(p) + i);
+  if (DT == 1) return fast_f16(p + 2 * i);
+  if (DT == 2) return load_bf16(p + 2 * i);
+  return decode_q8(p + i);
+}
+template <int DT> constexpr int kv_esz = DT == 0 ? 4 : DT == 3 ? 1 : 2;
+
+// Scores of RQ rows against NB K tiles ([D][TK] each, element type DT). 16-bit tiles prefetch their
+// lines one block ahead as they go (f32 tiles were prefetched by k_tile).
+template <int DT, int RQ, int NB>
+static void scores_tiles_few(const float* q, int D, const uint8_t* const* kts, float* s, int col0) {
+  constexpr int esz = kv_esz<DT>;
+  const int64_t ahead = int64_t(BT) * D * TK * esz;
   vf acc[RQ][NB][NT];
   for (int r = 0; r < RQ; r++)
     for (int b = 0; b < NB; b++)
       for (int u = 0; u < NT; u++) acc[r][b][u] = vsplat(0.f);
   for (int d = 0; d < D; d++) {
+    const bool fetch = DT != 0 && ((d * TK * esz) & 63) == 0;
     for (int b = 0; b < NB; b++) {
+      if (fetch) pf(kts[b] + ahead + int64_t(d) * TK * esz);
       vf kv[NT];
-      for (int u = 0; u < NT; u++) kv[u] = vload(kts[b] + d * TK + u * VL);
+      for (int u = 0; u < NT; u++) kv[u] = kv_load<DT>(kts[b], int64_t(d) * TK + u * VL);
       for (int r = 0; r < RQ; r++) {
         const float x = q[r * D + d];
         for (int u = 0; u < NT; u++) acc[r][b][u] += x * kv[u];
@@ -99,33 +118,45 @@ constexpr int kFewTiles = VL == 8 ? 2 : 4;  // NB of scores_tiles_few
 // The tiles left after the whole groups of kFewTiles go side by side too (a decode over 48 keys is 3
 // tiles: one at a time they were three serial D-long FMA chains, the hot loop of a Phi-3.5 decode step's
 // attention in perf).
-template <int RQ>
-static void scores_few(const float* q, int D, const float* const* kts, int nb, float* s) {
+template <int DT, int RQ>
+static void scores_few(const float* q, int D, const uint8_t* const* kts, int nb, float* s) {
   int b = 0;
-  for (; b + kFewTiles <= nb; b += kFewTiles) scores_tiles_few<RQ, kFewTiles>(q, D, kts + b, s, b * TK);
+  for (; b + kFewTiles <= nb; b += kFewTiles) scores_tiles_few<DT, RQ, kFewTiles>(q, D, kts + b, s, b * TK);
   switch (nb - b) {
-    case 3: if constexpr (kFewTiles > 3) { scores_tiles_few<RQ, 3>(q, D, kts + b, s, b * TK); } break;
-    case 2: if constexpr (kFewTiles > 2) { scores_tiles_few<RQ, 2>(q, D, kts + b, s, b * TK); } break;
-    case 1: scores_tiles_few<RQ, 1>(q, D, kts + b, s, b * TK); break;
+    case 3: if constexpr (kFewTiles > 3) { scores_tiles_few<DT, RQ, 3>(q, D, kts + b, s, b * TK); } break;
+    case 2: if constexpr (kFewTiles > 2) { scores_tiles_few<DT, RQ, 2>(q, D, kts + b, s, b * TK); } break;
+    case 1: scores_tiles_few<DT, RQ, 1>(q, D, kts + b, s, b * TK); break;
     default: break;
   }
 }
 
+// V rows of a block for the few-row P.V: tile b's lane l row at rows[b] + l * stride[b] elements of
+// type DT. 16-bit rows are only read in place when every lane of the block is valid (an invalid slot
+// must read as zero, see v_tile); they then prefetch one block ahead.
+struct FewRows {
+  const uint8_t* rows[BT];
+  int stride[BT];
+};
+
 // DC consecutive NT*VL-wide chunks of the output from d on, RQ rows (the chunks' chains side by side).
-template <int RQ, int DC>
-static void pv_chunks_few(const float* p, int DVp, int d, const float* const* vt, const int* strides, int nb, float* acc) {
+template <int DT, int RQ, int DC>
+static void pv_chunks_few(const float* p, int DVp, int d, const FewRows& v, int nb, float* acc) {
+  constexpr int esz = kv_esz<DT>;
   vf a[RQ][DC][NT];
   for (int r = 0; r < RQ; r++)
     for (int c = 0; c < DC; c++)
       for (int u = 0; u < NT; u++) a[r][c][u] = vload(acc + int64_t(r) * DVp + d + (c * NT + u) * VL);
   for (int b = 0; b < nb; b++) {
-    const float* vb = vt[b] + d;
-    const int st = strides[b];
+    const int64_t st = v.stride[b];
+    const uint8_t* vb = v.rows[b] + int64_t(d) * esz;
     const float* pb = p + b * TK;
     for (int lane = 0; lane < TK; lane++) {
+      // The row's lines this call reads, a block of rows ahead (the rows of a head's tiles follow each other).
+      if (DT != 0)
+        for (int o = 0; o < DC * NT * VL * esz; o += 64) pf(vb + (lane + int64_t(BT) * TK) * st * esz + o);
       vf vv[DC][NT];
       for (int c = 0; c < DC; c++)
-        for (int u = 0; u < NT; u++) vv[c][u] = vload(vb + lane * st + (c * NT + u) * VL);
+        for (int u = 0; u < NT; u++) vv[c][u] = kv_load<DT>(vb, lane * st + (c * NT + u) * VL);
       for (int r = 0; r < RQ; r++) {
         const float x = pb[r * SK + lane];
         for (int c = 0; c < DC; c++)
@@ -141,28 +172,29 @@ static void pv_chunks_few(const float* p, int DVp, int d, const float* const* vt
 // Calls pv_chunks_few<RQ, C> for the largest C <= DC with C chunks left (C a power of two, or DC), so a
 // width that is not a multiple of DC chunks (Phi-3.5's 96 = 6 chunks with DC = 12) still runs its
 // chains side by side rather than one chunk at a time.
-template <int RQ, int DC>
-static int pv_chunks_upto(const float* p, int DVp, int d, const float* const* vt, const int* strides, int nb, float* acc, int left) {
-  if (left >= DC) { pv_chunks_few<RQ, DC>(p, DVp, d, vt, strides, nb, acc); return DC; }
-  if constexpr (DC > 8) if (left >= 8) { pv_chunks_few<RQ, 8>(p, DVp, d, vt, strides, nb, acc); return 8; }
-  if constexpr (DC > 4) if (left >= 4) { pv_chunks_few<RQ, 4>(p, DVp, d, vt, strides, nb, acc); return 4; }
-  if constexpr (DC > 2) if (left >= 2) { pv_chunks_few<RQ, 2>(p, DVp, d, vt, strides, nb, acc); return 2; }
-  pv_chunks_few<RQ, 1>(p, DVp, d, vt, strides, nb, acc);
+template <int DT, int RQ, int DC>
+static int pv_chunks_upto(const float* p, int DVp, int d, const FewRows& v, int nb, float* acc, int left) {
+  if (left >= DC) { pv_chunks_few<DT, RQ, DC>(p, DVp, d, v, nb, acc); return DC; }
+  if constexpr (DC > 8) if (left >= 8) { pv_chunks_few<DT, RQ, 8>(p, DVp, d, v, nb, acc); return 8; }
+  if constexpr (DC > 4) if (left >= 4) { pv_chunks_few<DT, RQ, 4>(p, DVp, d, v, nb, acc); return 4; }
+  if constexpr (DC > 2) if (left >= 2) { pv_chunks_few<DT, RQ, 2>(p, DVp, d, v, nb, acc); return 2; }
+  pv_chunks_few<DT, RQ, 1>(p, DVp, d, v, nb, acc);
   return 1;
 }
 
 // pv_block for RQ rows: whole NT*VL chunks up to DC at a time, then the VL-wide tail as pv_block does.
-template <int RQ>
-static void pv_few(const float* p, int DVp, const float* const* vt, const int* strides, int nb, float* acc) {
+// 16-bit rows in place have DV == DVp (a multiple of VL), so only f32 rows reach the tail.
+template <int DT, int RQ>
+static void pv_few(const float* p, int DVp, const FewRows& v, int nb, float* acc) {
   constexpr int DC = kFewAcc / (RQ * NT) > 0 ? kFewAcc / (RQ * NT) : 1;
   int d = 0;
-  while (d + NT * VL <= DVp) d += NT * VL * pv_chunks_upto<RQ, DC>(p, DVp, d, vt, strides, nb, acc, (DVp - d) / (NT * VL));
+  while (d + NT * VL <= DVp) d += NT * VL * pv_chunks_upto<DT, RQ, DC>(p, DVp, d, v, nb, acc, (DVp - d) / (NT * VL));
   for (; d < DVp; d += VL) {
     vf a[RQ];
     for (int r = 0; r < RQ; r++) a[r] = vload(acc + int64_t(r) * DVp + d);
     for (int b = 0; b < nb; b++)
       for (int lane = 0; lane < TK; lane++) {
-        const vf vv = vload(vt[b] + lane * strides[b] + d);
+        const vf vv = kv_load<DT>(v.rows[b], int64_t(lane) * v.stride[b] + d);
         for (int r = 0; r < RQ; r++) a[r] += p[r * SK + b * TK + lane] * vv;
       }
     for (int r = 0; r < RQ; r++) vstore(acc + int64_t(r) * DVp + d, a[r]);
@@ -174,12 +206,6 @@ static void pv_few(const float* p, int DVp, const float* const* vt, const int* s
 // by exactly one micro-kernel step, so converting it straight into the FMA operands beats converting
 // into scratch and loading it back. DT: 1 f16, 2 bf16, 3 affine 8-bit.
 
-template <int DT>
-static inline vf kv_load(const uint8_t* p, int64_t i) {
-  if (DT == 1) return fast_f16(p + 2 * i);
-  if (DT == 2) return load_bf16(p + 2 * i);
-  return decode_q8(p + i);
-}
 
 // Scores of the QR (padded) query vectors against tile t of a tile-layout segment, K read in place.
 // 8-bit K: q.k = sum over groups of scale * (q . codes) + bias * sum(q), so codes go straight into the
