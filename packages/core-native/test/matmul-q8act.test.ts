@@ -102,11 +102,11 @@ for (const isa of VARIANTS) {
         });
       }
 
-    it('M <= 16 (GEMV): the same integer activations on avx512vnni (4-/8-bit) and avx2 (4-bit, s16), the exact path elsewhere', () => {
+    it('M <= 16 (GEMV): the same integer activations on avx512vnni (4-/8-bit) and avx2 (4-bit: s16 for fast, s8 for int8), groups 32 / 64 / 128, the exact path elsewhere', () => {
       native.setIsa(isa);
       const K = 256, N = 40;
-      for (const bits of [4, 8]) {
-        const q = randomQ(N, K, bits, 64, 0, 5 + bits);
+      for (const [bits, group] of [[4, 64], [8, 64], [4, 32], [4, 128]] as const) {
+        const q = randomQ(N, K, bits, group, 0, 5 + bits + group);
         const w = nativeQ(q);
         for (const M of [1, 4, 8, 16]) {
           const x = randF32(M * K, M, -2, 2);
@@ -120,10 +120,10 @@ for (const isa of VARIANTS) {
             const { y, norm } = reference(x, M, q, null, T);
             let worst = 0;
             for (let i = 0; i < y.length; i++) worst = Math.max(worst, Math.abs(got[i]! - y[i]!) / norm[i]!);
-            expect(worst, `${mode} q${bits} M=${M}`).toBeLessThanOrEqual(BOUND);
+            expect(worst, `${mode} q${bits} g${group} M=${M}`).toBeLessThanOrEqual(BOUND);
             // Row by row as a call of that row alone (batched decode == single in this precision).
             for (let m = 0; m < M; m++)
-              expect(got.subarray(m * N, (m + 1) * N), `${mode} q${bits} M=${M} row ${m}`).toEqual(run(x.subarray(m * K, (m + 1) * K), 1, w, null, mode));
+              expect(got.subarray(m * N, (m + 1) * N), `${mode} q${bits} g${group} M=${M} row ${m}`).toEqual(run(x.subarray(m * K, (m + 1) * K), 1, w, null, mode));
           }
         }
       }

@@ -59,16 +59,17 @@ static void gemv(const float* x, int64_t M, const WeightRef& w, const float* bia
   }
 #elif defined(__AVX2__) && MLX_VL == 8
   static thread_local Scratch s_planes, s_sx;
-  // np < 3 ("fast" / "int8", from matmul_q8act): one s16 activation per element (avx2_q4_row_s16).
+  // np < 3 (from matmul_q8act): "fast" takes one s16 activation per element (avx2_q4_row_s16), "int8"
+  // one s8 (avx2_q4_row_s8, the same integers as s16 values with T = 127).
   const bool s16 = np < 3;
   if (quant && w.bits == 4 && K % kQ4Chunk == 0 && (w.group == 32 || w.group == 64 || w.group == 128)) {
     int8_t* pl = s_planes.get<int8_t>(size_t(M * K * 3));
     float* sc = s_sx.get<float>(size_t(M * gpr));
     vnni = true;
     for (int m = 0; m < M && bad_row < 0; m++) {
-      const bool ok = s16 ? avx2_q4_prepare_s16(x + m * K, K, w.group, np == 2 ? kS16Fast : kS16Int8,
-                                                reinterpret_cast<int16_t*>(pl) + m * K, sc + m * gpr)
-                          : avx2_q4_prepare(x + m * K, K, w.group, pl + m * K * 3, sc + m * gpr);
+      const bool ok = np == 1   ? avx2_q4_prepare_s8(x + m * K, K, w.group, pl + m * K, sc + m * gpr)
+                      : np == 2 ? avx2_q4_prepare_s16(x + m * K, K, w.group, kS16Fast, reinterpret_cast<int16_t*>(pl) + m * K, sc + m * gpr)
+                                : avx2_q4_prepare(x + m * K, K, w.group, pl + m * K * 3, sc + m * gpr);
       if (!ok) bad_row = m;
     }
     planes = pl;
@@ -185,8 +186,18 @@ static void gemv(const float* x, int64_t M, const WeightRef& w, const float* bia
             constexpr int MB = decltype(mbc)::value;
             if (s16) {
               const int16_t* xs16 = reinterpret_cast<const int16_t*>(planes) + m0 * K;
-              for (int64_t n = p0; n < p1; n++)
-                avx2_q4_row_s16<SD, MB>(xs16, sx + m0 * gpr, xsum + m0 * gpr, K, w, bias, y + m0 * N, N, n);
+              auto rows = [&](auto gc) {
+                constexpr int G = decltype(gc)::value;
+                if (np == 1)
+                  for (int64_t n = p0; n < p1; n++)
+                    avx2_q4_row_s8<SD, MB, G>(planes + m0 * K, sx + m0 * gpr, xsum + m0 * gpr, K, w, bias, y + m0 * N, N, n);
+                else
+                  for (int64_t n = p0; n < p1; n++)
+                    avx2_q4_row_s16<SD, MB, G>(xs16, sx + m0 * gpr, xsum + m0 * gpr, K, w, bias, y + m0 * N, N, n);
+              };
+              if (w.group == 64) rows(std::integral_constant<int, 64>());
+              else if (w.group == 128) rows(std::integral_constant<int, 128>());
+              else rows(std::integral_constant<int, 32>());
               return;
             }
             for (int64_t n = p0; n < p1; n++)

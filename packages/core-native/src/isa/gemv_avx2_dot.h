@@ -236,28 +236,33 @@ static bool avx2_q4_prepare_s16(const float* x, int64_t K, int G, int T, int16_t
 }
 
 // Row n of W against MB rows of s16 activations (xs: [MB][K]); the group factors as in avx2_q4_row.
-template <int SD, int MB>
+// G (32, 64 or 128) is w.group as a constant. (Two or four rows per x load, measured on Zen 1 where
+// loads are 128 bits wide: no gain / 0.84x; the vector integer multiplier is what bounds this loop.)
+template <int SD, int MB, int G>
 static void avx2_q4_row_s16(const int16_t* xs, const float* sx, const float* xsum, int64_t K, const WeightRef& w,
                             const float* bias, float* y, int64_t N, int64_t n) {
   constexpr int CW = kQ4Chunk;
-  const int G = w.group;
   const int64_t gpr = K / G, row_bytes = K / 2;
   const uint8_t* row = w.data + n * row_bytes;
   TilePrefetch pref(row, gemv_prefetch_distance(1, row_bytes));
   const Q4ChunkGroupIdx& gidx = q4_group_idx(G);
   const __m256i m4 = _mm256_set1_epi16(0x000f);
-  __m256 acc[MB], acc2[MB];
+  __m256 acc[MB], acc2[MB];  // chunks alternate between the two sets (two FMA dependency chains)
   for (int m = 0; m < MB; m++) acc[m] = acc2[m] = _mm256_setzero_ps();
   for (int64_t gb = 0; gb < gpr; gb += 8) {
     const int ng = int(std::min<int64_t>(8, gpr - gb));
     const __m256 s = load8_f<SD>(w.scales, n * gpr + gb, ng);
-    __m256 f[MB];
+    __m256 f[MB];  // groups gb .. gb + 7: W scale x x scale, per x row
     for (int m = 0; m < MB; m++)
       f[m] = _mm256_mul_ps(s, load8_f<kF32>(reinterpret_cast<const uint8_t*>(sx), m * gpr + gb, ng));
     const int64_t nch = int64_t(ng) * G / CW, c0 = gb * G;
     const uint8_t* wq = row + c0 / 2;
+    // G a multiple of 64: every chunk lies in one group, so its factor is one broadcast (the values the
+    // permute would give: bit-identical) instead of an index load and a lane permute.
+    alignas(32) float fa[MB][8];
+    if constexpr (G % CW == 0)
+      for (int m = 0; m < MB; m++) _mm256_store_ps(fa[m], f[m]);
     auto chunk = [&](int64_t i, __m256 (&A)[MB]) __attribute__((always_inline)) {
-      const __m256i idx = q4_chunk_idx(gidx, i);
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq + i * (CW / 2)));
       const __m256i n0 = _mm256_and_si256(v, m4);
       const __m256i n1 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
@@ -268,12 +273,113 @@ static void avx2_q4_row_s16(const int16_t* xs, const float* sx, const float* xsu
         const __m256i a = _mm256_add_epi32(
             _mm256_add_epi32(_mm256_madd_epi16(n0, _mm256_loadu_si256(p)), _mm256_madd_epi16(n1, _mm256_loadu_si256(p + 1))),
             _mm256_add_epi32(_mm256_madd_epi16(n2, _mm256_loadu_si256(p + 2)), _mm256_madd_epi16(n3, _mm256_loadu_si256(p + 3))));
-        A[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), _mm256_permutevar8x32_ps(f[m], idx), A[m]);
+        __m256 fac;
+        if constexpr (G % CW == 0) fac = _mm256_broadcast_ss(&fa[m][i * CW / G]);
+        else fac = _mm256_permutevar8x32_ps(f[m], q4_chunk_idx(gidx, i));
+        A[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), fac, A[m]);
       }
     };
     int64_t i = 0;
     for (; i + 2 <= nch; i += 2) {
-      pref.advance(CW);
+      pref.advance(CW);  // see TilePrefetch
+      chunk(i, acc);
+      chunk(i + 1, acc2);
+    }
+    if (i < nch) {
+      pref.advance(CW / 2);
+      chunk(i, acc);
+    }
+  }
+  for (int m = 0; m < MB; m++) {
+    const float v =
+        hsum((vf)_mm256_add_ps(acc[m], acc2[m])) + scales_dot<SD>(w.biases, n * gpr, xsum + m * gpr, gpr);
+    y[m * N + n] = bias ? v + bias[n] : v;
+  }
+}
+// ---- AVX2 q4 GEMV with 8-bit activations (the "int8" precision) ----
+// The same values as the s16 kernel's T = 127 activations (avx2_q4_prepare_s16 with kS16Int8: same
+// scale, same rounding), stored as s8 in the exact path's one-plane order ([32 even | 32 odd] elements
+// per 64-element chunk), so one vpmaddubsw multiplies 32 codes: low nibbles x even elements + high
+// nibbles x odd ones is, per s16 lane i, codes 4i .. 4i + 3 (bounds: 4 * 15 * 127 = 7620), and
+// vpmaddwd by ones gives i32 lane j codes 8j .. 8j + 7 — the s16 kernel's lanes, so the integers and the
+// f32 sums are bit for bit those of the s16 kernel with 3 multiplies per 64 codes instead of 4 (on Zen 1
+// the vector integer multiplier is the limit: 1.4x its in-cache rate).
+static bool avx2_q4_prepare_s8(const float* x, int64_t K, int G, int8_t* xq, float* sx) {
+  const int64_t gpr = K / G;
+  const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 inf = _mm256_set1_ps(INFINITY);
+  const __m256i tmax = _mm256_set1_epi32(kS16Int8), tmin = _mm256_set1_epi32(-kS16Int8);
+  for (int64_t g = 0; g < gpr; g++) {
+    const float* xg = x + g * G;
+    __m256 mx = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
+    for (int c = 0; c < G; c += 8) {
+      const __m256 a = _mm256_and_ps(_mm256_loadu_ps(xg + c), absm);
+      bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, inf, _CMP_NLT_UQ));  // |x| >= inf, or NaN
+      mx = _mm256_max_ps(mx, a);
+    }
+    if (_mm256_movemask_ps(bad)) return false;
+    const float m = hmax((vf)mx);
+    sx[g] = m / float(kS16Int8);
+    const __m256 inv = _mm256_set1_ps(m > 0.f ? float(kS16Int8) / m : 0.f);
+    for (int c = 0; c < G; c += 16) {
+      const int64_t e = g * G + c;  // element index of this 16-element block
+      __m256i ta = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + e), inv));  // ties to even
+      __m256i tb = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + e + 8), inv));
+      ta = _mm256_min_epi32(_mm256_max_epi32(ta, tmin), tmax);
+      tb = _mm256_min_epi32(_mm256_max_epi32(tb, tmin), tmax);
+      // Even / odd elements of the 16, in order (as avx2_q4_prepare).
+      const __m256 fa = _mm256_castsi256_ps(ta), fb = _mm256_castsi256_ps(tb);
+      const __m256i ev = _mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(fa, fb, 0x88)), 0xd8);
+      const __m256i od = _mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(fa, fb, 0xdd)), 0xd8);
+      int8_t* base = xq + (e / kQ4Chunk) * kQ4Chunk + (e % kQ4Chunk) / 2;
+      store_lanes_i8(base, (vi)ev);
+      store_lanes_i8(base + 32, (vi)od);
+    }
+  }
+  return true;
+}
+
+// Row n of W against MB rows of s8 activations (xq: [MB][K], avx2_q4_prepare_s8); G = w.group.
+template <int SD, int MB, int G>
+static void avx2_q4_row_s8(const int8_t* xq, const float* sx, const float* xsum, int64_t K, const WeightRef& w,
+                           const float* bias, float* y, int64_t N, int64_t n) {
+  constexpr int CW = kQ4Chunk;
+  const int64_t gpr = K / G, row_bytes = K / 2;
+  const uint8_t* row = w.data + n * row_bytes;
+  TilePrefetch pref(row, gemv_prefetch_distance(1, row_bytes));
+  const Q4ChunkGroupIdx& gidx = q4_group_idx(G);
+  const __m256i nib = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+  __m256 acc[MB], acc2[MB];  // chunks alternate between the two sets (two FMA dependency chains)
+  for (int m = 0; m < MB; m++) acc[m] = acc2[m] = _mm256_setzero_ps();
+  for (int64_t gb = 0; gb < gpr; gb += 8) {
+    const int ng = int(std::min<int64_t>(8, gpr - gb));
+    const __m256 s = load8_f<SD>(w.scales, n * gpr + gb, ng);
+    __m256 f[MB];
+    for (int m = 0; m < MB; m++)
+      f[m] = _mm256_mul_ps(s, load8_f<kF32>(reinterpret_cast<const uint8_t*>(sx), m * gpr + gb, ng));
+    const int64_t nch = int64_t(ng) * G / CW, c0 = gb * G;
+    const uint8_t* wq = row + c0 / 2;
+    alignas(32) float fa[MB][8];  // as in avx2_q4_row_s16
+    if constexpr (G % CW == 0)
+      for (int m = 0; m < MB; m++) _mm256_store_ps(fa[m], f[m]);
+    auto chunk = [&](int64_t i, __m256 (&A)[MB]) __attribute__((always_inline)) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq + i * (CW / 2)));
+      const __m256i lo = _mm256_and_si256(v, nib);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
+      for (int m = 0; m < MB; m++) {
+        const __m256i* p = reinterpret_cast<const __m256i*>(xq + m * K + c0 + i * CW);
+        const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256(p)),
+                                             _mm256_maddubs_epi16(hi, _mm256_loadu_si256(p + 1)));
+        const __m256i a = _mm256_madd_epi16(s16, ones);
+        __m256 fac;
+        if constexpr (G % CW == 0) fac = _mm256_broadcast_ss(&fa[m][i * CW / G]);
+        else fac = _mm256_permutevar8x32_ps(f[m], q4_chunk_idx(gidx, i));
+        A[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), fac, A[m]);
+      }
+    };
+    int64_t i = 0;
+    for (; i + 2 <= nch; i += 2) {
+      pref.advance(CW);  // see TilePrefetch
       chunk(i, acc);
       chunk(i + 1, acc2);
     }
