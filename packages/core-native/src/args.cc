@@ -9,12 +9,28 @@ static std::string where(const char* fn, const char* name) { return std::string(
 
 bool is_nullish(const Napi::Value& v) { return v.IsUndefined() || v.IsNull(); }
 
+// Element size of a TypedArray type (napi_typedarray_type order).
+static size_t typed_element_size(napi_typedarray_type t) {
+  switch (t) {
+    case napi_int8_array: case napi_uint8_array: case napi_uint8_clamped_array: return 1;
+    case napi_int16_array: case napi_uint16_array: return 2;
+    case napi_int32_array: case napi_uint32_array: case napi_float32_array: return 4;
+    default: return 8;  // float64, bigint64, biguint64
+  }
+}
+
 Bytes bytes_arg(const Napi::Value& v, const char* fn, const char* name) {
   Bytes b;
   if (v.IsTypedArray()) {
-    auto ta = v.As<Napi::TypedArray>();
-    b.data = static_cast<uint8_t*>(ta.ArrayBuffer().Data()) + ta.ByteOffset();
-    b.size = ta.ByteLength();
+    // One napi_get_typedarray_info gives the type, the length and the data pointer already offset by
+    // byteOffset (node-addon-api's ArrayBuffer() / ByteOffset() / ByteLength() would make five calls).
+    napi_typedarray_type type;
+    size_t length = 0;
+    void* data = nullptr;
+    if (napi_get_typedarray_info(v.Env(), v, &type, &length, &data, nullptr, nullptr) != napi_ok)
+      throw_type(v.Env(), where(fn, name) + " could not be read as a TypedArray");
+    b.data = static_cast<uint8_t*>(data);
+    b.size = length * typed_element_size(type);
   } else if (v.IsArrayBuffer()) {
     auto ab = v.As<Napi::ArrayBuffer>();
     b.data = static_cast<uint8_t*>(ab.Data());
@@ -30,24 +46,25 @@ Bytes bytes_arg(const Napi::Value& v, const char* fn, const char* name) {
   return b;
 }
 
+// A TypedArray of `type` with at least min_count elements: one napi_get_typedarray_info on success.
+static void* typed_arg(const Napi::Value& v, const char* fn, const char* name, int64_t min_count, napi_typedarray_type want,
+                       const char* type_name) {
+  napi_typedarray_type type;
+  size_t length = 0;
+  void* data = nullptr;
+  if (!v.IsTypedArray() || napi_get_typedarray_info(v.Env(), v, &type, &length, &data, nullptr, nullptr) != napi_ok || type != want)
+    throw_type(v.Env(), where(fn, name) + " must be a" + (type_name[0] == 'I' ? "n " : " ") + type_name);
+  if (int64_t(length) < min_count)
+    throw_range(v.Env(), where(fn, name) + " has " + std::to_string(length) + " elements, needs " + std::to_string(min_count));
+  return data;
+}
+
 float* f32_arg(const Napi::Value& v, const char* fn, const char* name, int64_t min_count) {
-  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
-    throw_type(v.Env(), where(fn, name) + " must be a Float32Array");
-  auto a = v.As<Napi::Float32Array>();
-  if (int64_t(a.ElementLength()) < min_count)
-    throw_range(v.Env(), where(fn, name) + " has " + std::to_string(a.ElementLength()) + " elements, needs " +
-                             std::to_string(min_count));
-  return a.Data();
+  return static_cast<float*>(typed_arg(v, fn, name, min_count, napi_float32_array, "Float32Array"));
 }
 
 int32_t* i32_arg(const Napi::Value& v, const char* fn, const char* name, int64_t min_count) {
-  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
-    throw_type(v.Env(), where(fn, name) + " must be an Int32Array");
-  auto a = v.As<Napi::Int32Array>();
-  if (int64_t(a.ElementLength()) < min_count)
-    throw_range(v.Env(), where(fn, name) + " has " + std::to_string(a.ElementLength()) + " elements, needs " +
-                             std::to_string(min_count));
-  return a.Data();
+  return static_cast<int32_t*>(typed_arg(v, fn, name, min_count, napi_int32_array, "Int32Array"));
 }
 
 int64_t int_arg(const Napi::Value& v, const char* fn, const char* name, int64_t lo, int64_t hi) {
@@ -119,58 +136,78 @@ bool bool_arg(const Napi::Value& v, const char* fn, const char* name) {
   return v.As<Napi::Boolean>().Value();
 }
 
+// The property names of a weight descriptor. (Keys created once per environment and held in a
+// referenced array measured slower than these named lookups: 4.0 against 3.3 us per descriptor on Zen
+// 1, node-api before version 10 cannot reference a string itself.)
+namespace {
+enum WeightKey { kKeyDtype, kKeyRows, kKeyCols, kKeyData, kKeyFfn, kKeyBits, kKeyGroupSize, kKeyScaleDtype, kKeyScales, kKeyBiases, kKeyLayout, kKeyCount };
+constexpr const char* kWeightKeyNames[kKeyCount] = {"dtype", "rows", "cols", "data", "ffn", "bits", "groupSize", "scaleDtype", "scales", "biases", "layout"};
+
+// int_arg's checks on the success path without building the argument's name; int_arg (which builds it
+// and throws) on failure.
+int64_t weight_int(const Napi::Value& v, const char* fn, const char* name, WeightKey k, int64_t lo, int64_t hi) {
+  if (v.IsNumber()) {
+    const double d = v.As<Napi::Number>().DoubleValue();
+    if (d >= double(lo) && d <= double(hi) && d == double(int64_t(d))) return int64_t(d);
+  }
+  return int_arg(v, fn, (std::string(name) + "." + kWeightKeyNames[k]).c_str(), lo, hi);
+}
+}  // namespace
+
 WeightRef weight_arg(const Napi::Value& v, const char* fn, const char* name) {
   Napi::Env env = v.Env();
   if (!v.IsObject()) throw_type(env, where(fn, name) + " must be a weight descriptor object");
   Napi::Object o = v.As<Napi::Object>();
-  std::string w = where(fn, name);
+  auto get = [&](WeightKey k) { return o.Get(kWeightKeyNames[k]); };
+  auto field = [&](WeightKey k) { return std::string(name) + "." + kWeightKeyNames[k]; };  // error paths only
+  auto w = [&]() { return where(fn, name); };
   WeightRef r;
-  r.dtype = int(int_arg(o.Get("dtype"), fn, (std::string(name) + ".dtype").c_str(), 0, 3));
-  r.rows = int_arg(o.Get("rows"), fn, (std::string(name) + ".rows").c_str(), 0, int64_t(1) << 40);
-  r.cols = int_arg(o.Get("cols"), fn, (std::string(name) + ".cols").c_str(), 1, int64_t(1) << 40);
-  Bytes data = bytes_arg(o.Get("data"), fn, (std::string(name) + ".data").c_str());
+  r.dtype = int(weight_int(get(kKeyDtype), fn, name, kKeyDtype, 0, 3));
+  r.rows = weight_int(get(kKeyRows), fn, name, kKeyRows, 0, int64_t(1) << 40);
+  r.cols = weight_int(get(kKeyCols), fn, name, kKeyCols, 1, int64_t(1) << 40);
+  Bytes data = bytes_arg(get(kKeyData), fn, field(kKeyData).c_str());
   r.data = data.data;
   // Optional on every dtype (a float weight marked ffn takes the exact path like any float weight).
-  const Napi::Value ffn = o.Get("ffn");
+  const Napi::Value ffn = get(kKeyFfn);
   if (!ffn.IsUndefined() && !ffn.IsNull()) {
-    if (!ffn.IsBoolean()) throw_type(env, w + ".ffn must be a boolean when given");
+    if (!ffn.IsBoolean()) throw_type(env, w() + ".ffn must be a boolean when given");
     r.ffn = ffn.As<Napi::Boolean>().Value();
   }
   if (r.dtype != kQAffine) {
     size_t need = size_t(count_of(env, fn, r.rows, r.cols)) * (r.dtype == kF32 ? 4 : 2);
     if (data.size < need)
-      throw_range(env, w + ".data has " + std::to_string(data.size) + " bytes, needs " + std::to_string(need) +
+      throw_range(env, w() + ".data has " + std::to_string(data.size) + " bytes, needs " + std::to_string(need) +
                            " for [" + std::to_string(r.rows) + ", " + std::to_string(r.cols) + "]");
     return r;
   }
-  r.bits = int(int_arg(o.Get("bits"), fn, (std::string(name) + ".bits").c_str(), 2, 8));
-  if (r.bits == 7) throw_range(env, w + ".bits = 7 is not an MLX affine width (2, 3, 4, 5, 6, 8)");
-  r.group = int(int_arg(o.Get("groupSize"), fn, (std::string(name) + ".groupSize").c_str(), 32, 128));
+  r.bits = int(weight_int(get(kKeyBits), fn, name, kKeyBits, 2, 8));
+  if (r.bits == 7) throw_range(env, w() + ".bits = 7 is not an MLX affine width (2, 3, 4, 5, 6, 8)");
+  r.group = int(weight_int(get(kKeyGroupSize), fn, name, kKeyGroupSize, 32, 128));
   if (r.group != 32 && r.group != 64 && r.group != 128)
-    throw_range(env, w + ".groupSize = " + std::to_string(r.group) + " is not 32, 64 or 128");
+    throw_range(env, w() + ".groupSize = " + std::to_string(r.group) + " is not 32, 64 or 128");
   if (r.cols % r.group != 0)
-    throw_range(env, w + ": cols " + std::to_string(r.cols) + " is not a multiple of groupSize " + std::to_string(r.group));
-  r.scale_dtype = int(int_arg(o.Get("scaleDtype"), fn, (std::string(name) + ".scaleDtype").c_str(), 0, 2));
+    throw_range(env, w() + ": cols " + std::to_string(r.cols) + " is not a multiple of groupSize " + std::to_string(r.group));
+  r.scale_dtype = int(weight_int(get(kKeyScaleDtype), fn, name, kKeyScaleDtype, 0, 2));
   const size_t packed = size_t(count_of(env, fn, r.rows, r.cols, r.bits)) / 8;
   if (data.size < packed)
-    throw_range(env, w + ".data has " + std::to_string(data.size) + " bytes, needs " + std::to_string(packed) +
+    throw_range(env, w() + ".data has " + std::to_string(data.size) + " bytes, needs " + std::to_string(packed) +
                          " for " + std::to_string(r.bits) + "-bit [" + std::to_string(r.rows) + ", " + std::to_string(r.cols) + "]");
   const size_t sbytes = size_t(count_of(env, fn, r.rows, r.cols / r.group)) * (r.scale_dtype == kF32 ? 4 : 2);
-  Bytes s = bytes_arg(o.Get("scales"), fn, (std::string(name) + ".scales").c_str());
-  Bytes b = bytes_arg(o.Get("biases"), fn, (std::string(name) + ".biases").c_str());
-  if (s.size < sbytes) throw_range(env, w + ".scales has " + std::to_string(s.size) + " bytes, needs " + std::to_string(sbytes));
-  if (b.size < sbytes) throw_range(env, w + ".biases has " + std::to_string(b.size) + " bytes, needs " + std::to_string(sbytes));
+  Bytes s = bytes_arg(get(kKeyScales), fn, field(kKeyScales).c_str());
+  Bytes b = bytes_arg(get(kKeyBiases), fn, field(kKeyBiases).c_str());
+  if (s.size < sbytes) throw_range(env, w() + ".scales has " + std::to_string(s.size) + " bytes, needs " + std::to_string(sbytes));
+  if (b.size < sbytes) throw_range(env, w() + ".biases has " + std::to_string(b.size) + " bytes, needs " + std::to_string(sbytes));
   r.scales = s.data;
   r.biases = b.data;
-  const Napi::Value layout = o.Get("layout");
+  const Napi::Value layout = get(kKeyLayout);
   if (!layout.IsUndefined() && !layout.IsNull()) {
-    r.layout = int(int_arg(layout, fn, (std::string(name) + ".layout").c_str(), kWeightRows, kWeightTiles16));
+    r.layout = int(weight_int(layout, fn, name, kKeyLayout, kWeightRows, kWeightTiles16));
     if (r.layout == kWeightTiles16) {
       if (!tiles_shape_ok(r))
-        throw_range(env, w + ": the 16-row tile layout needs 4-bit codes with cols a multiple of 128 or 8-bit codes with cols a multiple of 64, and rows a multiple of 16 (got " +
+        throw_range(env, w() + ": the 16-row tile layout needs 4-bit codes with cols a multiple of 128 or 8-bit codes with cols a multiple of 64, and rows a multiple of 16 (got " +
                              std::to_string(r.bits) + "-bit [" + std::to_string(r.rows) + ", " + std::to_string(r.cols) + "])");
       if (!kernels().weight_tiles)
-        throw_range(env, w + " is in the 16-row tile layout, which the " + std::string(kernels().name) +
+        throw_range(env, w() + " is in the 16-row tile layout, which the " + std::string(kernels().name) +
                              " kernels do not read (repack it with packWeightTiles only where weightTileLayout() is true)");
     }
   }
