@@ -103,9 +103,68 @@ static void micro_rate(const char* what) {
   std::printf("%s %.0f GFLOP/s  [%g]\n", what, 2 * macs / s / 1e9, double(acc[0]));
 }
 
+// 5. GEMV chunk loops. V 0: s16 ("fast"); 1: only the four vpmaddwd (wrong numbers: a cost probe);
+// 2: s8 ("int8").
+constexpr int kGemvK = 4096, kGemvRows = 64;
+alignas(64) static uint8_t g_w[kGemvRows * kGemvK / 2];
+alignas(64) static int16_t g_x16[kGemvK];
+alignas(64) static int8_t g_x8[kGemvK];
+alignas(64) static float g_f[kGemvRows * kGemvK / 64];
+
+template <int V>
+__attribute__((noinline)) static float gemv_row(const uint8_t* row, const float* f) {
+  const __m256i m4 = _mm256_set1_epi16(0x000f), nib = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int c = 0; c < kGemvK / 64; c++) {
+    const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(row + c * 32));
+    __m256i a;
+    if (V == 2) {
+      const __m256i* p = reinterpret_cast<const __m256i*>(g_x8 + c * 64);
+      const __m256i lo = _mm256_and_si256(v, nib), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
+      a = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(lo, p[0]), _mm256_maddubs_epi16(hi, p[1])), ones);
+    } else {
+      const __m256i* p = reinterpret_cast<const __m256i*>(g_x16 + c * 64);
+      __m256i n0 = v, n1 = v, n2 = v, n3 = v;
+      if (V == 0) {
+        n0 = _mm256_and_si256(v, m4);
+        n1 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        n2 = _mm256_and_si256(_mm256_srli_epi16(v, 8), m4);
+        n3 = _mm256_srli_epi16(v, 12);
+      }
+      a = _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(n0, p[0]), _mm256_madd_epi16(n1, p[1])),
+                           _mm256_add_epi32(_mm256_madd_epi16(n2, p[2]), _mm256_madd_epi16(n3, p[3])));
+    }
+    acc[c & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), _mm256_broadcast_ss(f + c), acc[c & 1]);
+  }
+  alignas(32) float o[8];
+  _mm256_store_ps(o, _mm256_add_ps(acc[0], acc[1]));
+  return o[0] + o[5];
+}
+
+template <int V>
+static void gemv_rate(const char* what) {
+  double best = 1e9;
+  float s = 0;
+  for (int r = 0; r < 5; r++) {
+    const double t0 = now();
+    for (int it = 0; it < 400; it++)
+      for (int n = 0; n < kGemvRows; n++) s += gemv_row<V>(g_w + n * kGemvK / 2, g_f + n * (kGemvK / 64));
+    const double t = now() - t0;
+    best = t < best ? t : best;
+  }
+  const double chunks = 400.0 * kGemvRows * (kGemvK / 64);
+  std::printf("%s %.2f ns per 64 codes  [%g]\n", what, best / chunks * 1e9, double(s));
+}
+
 int main() {
+  for (int i = 0; i < int(sizeof(g_w)); i++) g_w[i] = uint8_t((i * 2654435761u) >> 24);
+  for (int i = 0; i < kGemvK; i++) g_x16[i] = int16_t((i * 7919) % 32000 - 16000), g_x8[i] = int8_t((i * 37) % 255 - 127);
+  for (int i = 0; i < kGemvRows * kGemvK / 64; i++) g_f[i] = 1e-3f * float(i % 7);
   fma_rate();
   pair_rate();
   micro_rate<true>("s16-sum micro-kernel, x broadcast from L1:");
   micro_rate<false>("same, constant x (no x loads):          ");
+  gemv_rate<0>("q4 GEMV chunk loop, s16 (fast):          ");
+  gemv_rate<1>("same, its four vpmaddwd only (floor):    ");
+  gemv_rate<2>("q4 GEMV chunk loop, s8 (int8):           ");
 }
