@@ -6,7 +6,11 @@
 // probe just before it. Reports the best repetition of each engine (this machine's noise only ever
 // slows a run down) and the ratios.
 //   pnpm bench peers [--models gemma3n,gemma4,phi35] [--quant q4,q8] [--layers N] [--prompt 512]
-//                    [--gen 128] [--reps 2] [--threads N] [--matmul fast|exact|int8|mixed[,...]] [--warmup 16|N|prompt] [--json]
+//                    [--gen 128] [--reps 2] [--threads N] [--matmul fast|exact|int8|mixed[,...]] [--warmup 16|N|prompt]
+//                    [--kv-cache f32|f16|bf16|q8|k8v4] [--llama-kv-cache F16|F32|Q8_0] [--json]
+// --kv-cache: our KV cache storage (as `mlxcel bench --kv-cache`; default the model's own, f32);
+// --llama-kv-cache: llama.cpp's K and V cache type (default F16, node-llama-cpp's and llama.cpp's own).
+// The two defaults differ, so a like-for-like KV comparison sets both (e.g. f16 / F16).
 // --matmul: our matmul precision (as `mlxcel bench`; fast by default: 16-bit integer activations in
 // prefill GEMMs; int8: 8-bit ones, like llama.cpp's Q8 activations; mixed: 8-bit in the MLP projections,
 // 16-bit elsewhere). A comma list measures ours in each precision within every repetition, against the
@@ -20,6 +24,7 @@ import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cpuInfo } from '../packages/core-native/lib/index.js';
+import { KV_STORAGES } from '../packages/cache/dist/index.js';
 import { defaultCacheDir } from '../packages/engine/dist/index.js';
 import { MODELS } from './peers/models.mjs';
 
@@ -83,6 +88,17 @@ if (!matmuls.length || matmuls.some((m) => !['fast', 'exact', 'int8', 'mixed'].i
   console.error(`--matmul must be fast, exact, int8 or mixed (or a comma list of distinct ones), got '${matmul}'`);
   process.exit(2);
 }
+const kvCache = flag('kv-cache');
+if (kvCache !== undefined && !KV_STORAGES.includes(kvCache)) {
+  console.error(`--kv-cache must be one of ${KV_STORAGES.join(', ')}, got '${kvCache}'`);
+  process.exit(2);
+}
+const LLAMA_KV = ['F16', 'F32', 'BF16', 'Q8_0', 'Q4_0'];
+const llamaKv = flag('llama-kv-cache', 'F16');
+if (!LLAMA_KV.includes(llamaKv)) {
+  console.error(`--llama-kv-cache must be one of ${LLAMA_KV.join(', ')}, got '${llamaKv}'`);
+  process.exit(2);
+}
 const log = (s) => process.stderr.write(`[peers] ${s}\n`);
 
 function installLlama() {
@@ -131,7 +147,7 @@ for (const bits of quants)
         bw.push(b);
         load.push(loadavg()[0]);
         log(`${m.label} q${bits} rep ${rep + 1}/${reps}: ${engine} (bandwidth ${b.toFixed(1)} GB/s, load average ${loadavg()[0].toFixed(1)})`);
-        const r = engine === 'llama' ? worker(['llama', path, prompt, gen, threads, warmup]) : worker(['ours', key, bits, layers, prompt, gen, mm, warmup]);
+        const r = engine === 'llama' ? worker(['llama', path, prompt, gen, threads, warmup, llamaKv]) : worker(['ours', key, bits, layers, prompt, gen, mm, warmup, kvCache ?? '']);
         if (r.error) {
           error = r;
           log(`${r.error}\n${(r.log || []).join('\n')}`);
@@ -158,10 +174,10 @@ for (const bits of quants)
     }
   }
 
-if (json) console.log(JSON.stringify({ threads, prompt, gen, reps, matmul, layers: layers || 'full', rows }));
+if (json) console.log(JSON.stringify({ threads, prompt, gen, reps, matmul, kv_cache: kvCache ?? 'default', llama_kv_cache: llamaKv, layers: layers || 'full', rows }));
 else {
   const mib = (b) => (b / 2 ** 20).toFixed(0);
-  console.log(`mlxcel (--matmul ${matmul}) vs llama.cpp (node-llama-cpp ${LLAMA_VERSION}, prebuilt CPU), ${threads} threads, prompt ${prompt}, gen ${gen}, warm-up ${warmup} tokens, best of ${reps}; ratios = ours / llama.cpp`);
+  console.log(`mlxcel (--matmul ${matmul}, KV ${kvCache ?? 'default (f32)'}) vs llama.cpp (node-llama-cpp ${LLAMA_VERSION}, prebuilt CPU, KV ${llamaKv}), ${threads} threads, prompt ${prompt}, gen ${gen}, warm-up ${warmup} tokens, best of ${reps}; ratios = ours / llama.cpp`);
   const col = matmuls.length > 1; // a column for our precision when there is more than one
   console.log(`| model | quant |${col ? ' ours --matmul |' : ''} layers | prefill tok/s llama.cpp / ours | ratio | decode tok/s llama.cpp / ours | ratio | ours decode / bandwidth ceiling | peak RSS MiB llama.cpp / ours | bandwidth GB/s | load avg |`);
   console.log(`|---|---|${col ? '---|' : ''}---|---|---|---|---|---|---|---|---|`);

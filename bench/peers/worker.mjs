@@ -1,8 +1,8 @@
 // One measurement of `pnpm bench peers` in its own process (so each engine's peak RSS is its own):
 //   worker.mjs bandwidth                                  read bandwidth (GB/s), streaming sum over 1 GiB
 //   worker.mjs gguf  <model> <bits> <layers|0> <path>      write the model's random checkpoint as GGUF
-//   worker.mjs ours  <model> <bits> <layers|0> <prompt> <gen> <exact|fast|int8>
-//   worker.mjs llama <gguf> <prompt> <gen> <threads>
+//   worker.mjs ours  <model> <bits> <layers|0> <prompt> <gen> <exact|fast|int8|mixed> [warmup] [kv-cache]
+//   worker.mjs llama <gguf> <prompt> <gen> <threads> [warmup] [F16|F32|BF16|Q8_0|Q4_0]
 // Prints one JSON line.
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -37,7 +37,7 @@ async function gguf(key, bits, layers, path) {
   return { path, tensors: tensors.length, seconds: (performance.now() - t0) / 1000 };
 }
 
-async function ours(key, bits, layers, prompt, gen, matmul, warmup) {
+async function ours(key, bits, layers, prompt, gen, matmul, warmup, kvCache) {
   const { setMatmulPrecision } = await import('../../packages/core-native/lib/index.js');
   setMatmulPrecision(matmul);
   const { benchCheckpoint } = await import('./models.mjs');
@@ -46,11 +46,11 @@ async function ours(key, bits, layers, prompt, gen, matmul, warmup) {
   const ck = benchCheckpoint(root, key, bits, layers || undefined);
   const model = architectureFor(ck.config).load(ck);
   // runBench's own prompt (random ids) and warm-up; the same lengths as the llama.cpp run.
-  const r = runBench(model, ck.model.label, prompt, gen, undefined, false, warmup);
-  return { prefill_tok_s: r.prefill_tok_s, decode_tok_s: r.decode_tok_s, weight_bytes: r.weight_bytes, peak_rss_bytes: r.peak_rss_bytes, threads: r.threads, isa: r.isa, layers: model.numLayers, weight_memory: r.weight_memory };
+  const r = runBench(model, ck.model.label, prompt, gen, kvCache || undefined, false, warmup);
+  return { prefill_tok_s: r.prefill_tok_s, decode_tok_s: r.decode_tok_s, weight_bytes: r.weight_bytes, peak_rss_bytes: r.peak_rss_bytes, threads: r.threads, isa: r.isa, layers: model.numLayers, weight_memory: r.weight_memory, kv_cache: kvCache || 'default' };
 }
 
-async function llama(path, prompt, gen, threads, warmup) {
+async function llama(path, prompt, gen, threads, warmup, kvType = 'F16') {
   const entry = join(here, 'node_modules', 'node-llama-cpp', 'dist', 'index.js');
   if (!existsSync(entry)) throw new Error(`node-llama-cpp is not installed in ${join(here, 'node_modules')} (bench/peers.mjs installs it)`);
   const { getLlama, LlamaLogLevel } = await import(pathToFileURL(entry).href);
@@ -66,7 +66,10 @@ async function llama(path, prompt, gen, threads, warmup) {
   } catch (e) {
     return { error: `llama.cpp could not load ${path}: ${e.message}`, log: logs.filter((l) => /error|fail|missing|wrong|unknown/i.test(l)).slice(-8) };
   }
-  const ctx = await model.createContext({ contextSize: prompt + gen + 32, batchSize: 512, threads: { ideal: threads, min: threads }, sequences: 1 });
+  const ctx = await model.createContext({
+    contextSize: prompt + gen + 32, batchSize: 512, threads: { ideal: threads, min: threads }, sequences: 1,
+    experimentalKvCacheKeyType: kvType, experimentalKvCacheValueType: kvType,
+  });
   const seq = ctx.getSequence();
   const ids = promptIds(prompt);
   // Warm-up as runBench does (`warmup` prompt tokens + 3 decode steps), then a fresh sequence.
@@ -90,6 +93,7 @@ async function llama(path, prompt, gen, threads, warmup) {
     peak_rss_bytes: process.resourceUsage().maxRSS * 1024,
     threads,
     file_bytes: model.size,
+    kv_cache: kvType,
   };
   await ctx.dispose();
   await model.dispose();
@@ -99,8 +103,8 @@ async function llama(path, prompt, gen, threads, warmup) {
 const jobs = {
   bandwidth: () => bandwidth(),
   gguf: () => gguf(a[0], Number(a[1]), Number(a[2]), a[3]),
-  ours: () => ours(a[0], Number(a[1]), Number(a[2]), Number(a[3]), Number(a[4]), a[5] ?? 'fast', Number(a[6] ?? 16)),
-  llama: () => llama(a[0], Number(a[1]), Number(a[2]), Number(a[3]), Number(a[4] ?? 16)),
+  ours: () => ours(a[0], Number(a[1]), Number(a[2]), Number(a[3]), Number(a[4]), a[5] ?? 'fast', Number(a[6] ?? 16), a[7] ?? ''),
+  llama: () => llama(a[0], Number(a[1]), Number(a[2]), Number(a[3]), Number(a[4] ?? 16), a[5] ?? 'F16'),
 };
 if (!jobs[job]) {
   console.error(`worker.mjs: unknown job '${job}' (${Object.keys(jobs).join(', ')})`);
