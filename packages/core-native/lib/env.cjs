@@ -13,7 +13,10 @@ function envError(message) {
   return e;
 }
 
-/** Throws an E_ENV error for an MLXCEL_THREADS or MLXCEL_ISA value the addon would misread. */
+/** Values of MLXCEL_FAST_GEMM: "int16" keeps the integer GEMM for "fast" where the CPU would take the exact one (Zen 1). */
+const FAST_GEMM_VALUES = Object.freeze(['auto', 'int16']);
+
+/** Throws an E_ENV error for an MLXCEL_THREADS, MLXCEL_ISA or MLXCEL_FAST_GEMM value the addon would misread. */
 function checkEnv(env = process.env) {
   const threads = env.MLXCEL_THREADS;
   // Empty = unset (the pool uses the physical core count).
@@ -25,6 +28,9 @@ function checkEnv(env = process.env) {
   const isa = env.MLXCEL_ISA;
   if (isa !== undefined && isa !== '' && !ISA_NAMES.includes(isa))
     throw envError(`MLXCEL_ISA=${JSON.stringify(isa)} is not a kernel variant (one of: ${ISA_NAMES.join(', ')}; unset it to pick the best for this CPU)`);
+  const fastGemm = env.MLXCEL_FAST_GEMM;
+  if (fastGemm !== undefined && fastGemm !== '' && !FAST_GEMM_VALUES.includes(fastGemm))
+    throw envError(`MLXCEL_FAST_GEMM=${JSON.stringify(fastGemm)} must be auto or int16 (int16 keeps the 16-bit integer GEMM of --matmul fast on CPUs that would take the exact one)`);
 }
 
 module.exports = { checkEnv, ISA_NAMES, MAX_THREADS };

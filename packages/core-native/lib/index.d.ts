@@ -42,7 +42,7 @@ export interface CpuInfo {
   variants: string[];
   threads: number;
   physicalCores: number;
-  features: { avx2: boolean; fma: boolean; f16c: boolean; avx512: boolean; avx512vnni: boolean; avxvnni: boolean; /** AMX-INT8 usable (CPU, OS and, on Linux, this process's grant). */ amxInt8: boolean; neon: boolean; neonDotprod: boolean };
+  features: { avx2: boolean; fma: boolean; f16c: boolean; avx512: boolean; avx512vnni: boolean; avxvnni: boolean; /** AMX-INT8 usable (CPU, OS and, on Linux, this process's grant). */ amxInt8: boolean; neon: boolean; neonDotprod: boolean; /** AMD Zen 1 / Zen+ or Hygon Dhyana: one vector integer multiply pipe, so the "fast" precision's prefill GEMMs run the exact kernel (faster there; MLXCEL_FAST_GEMM=int16 keeps the integer one). */ narrowIntMultiply: boolean };
 }
 
 export interface AttentionOptions {

@@ -23,6 +23,7 @@ Napi::Value CpuInfo(const Napi::CallbackInfo& info) {
   feats.Set("amxInt8", f.amx_int8);
   feats.Set("neon", f.neon);
   feats.Set("neonDotprod", f.neon_dotprod);
+  feats.Set("narrowIntMultiply", f.narrow_int_multiply);
   o.Set("features", feats);
   Napi::Array variants = Napi::Array::New(env);
   uint32_t i = 0;

@@ -11,7 +11,10 @@
 
 #include "threadpool.h"
 
+#include <cstdlib>
+
 #include "args.h"
+#include "cpu.h"
 #include "bindings.h"
 
 namespace mlx {
@@ -25,6 +28,19 @@ constexpr const char* kPrecisionNames[] = {"exact", "fast", "int8", "mixed"};
 constexpr int kPlanes[][2] = {{0, 0}, {2, 2}, {1, 1}, {2, 1}};
 std::atomic<int> g_precision{kExact};
 
+// Whether the CPU runs "fast" GEMMs (M > kMatmulGemvMaxRows) through the exact kernel (see detect_cpu's
+// narrow_int_multiply), only for the avx2 variant: the one such CPUs select. MLXCEL_FAST_GEMM=int16
+// keeps the integer GEMM anyway (to measure it).
+bool fast_gemm_is_exact() {
+  static const bool cpu = detect_cpu().narrow_int_multiply;
+  if (!cpu || std::strcmp(kernels().name, "avx2") != 0) return false;
+  static const bool forced_int = [] {
+    const char* e = std::getenv("MLXCEL_FAST_GEMM");
+    return e && std::strcmp(e, "int16") == 0;
+  }();
+  return !forced_int;
+}
+
 Napi::Value Matmul(const Napi::CallbackInfo& info) {
   const char* fn = "matmul";
   int64_t M = int_arg(info[1], fn, "M", 0, int64_t(1) << 32);
@@ -34,7 +50,10 @@ Napi::Value Matmul(const Napi::CallbackInfo& info) {
   float* y = f32_arg(info[4], fn, "out", count_of(info.Env(), fn, M, w.rows));
   if (M > 0 && w.rows > 0) {
     const KernelTable& k = kernels();
-    const int planes = kPlanes[g_precision.load(std::memory_order_relaxed)][w.ffn ? 1 : 0];
+    int planes = kPlanes[g_precision.load(std::memory_order_relaxed)][w.ffn ? 1 : 0];
+    // Zen 1: the 16-bit activations' GEMM (two planes) is slower than the exact f32 one, so "fast"
+    // prefill takes the exact GEMM there (more accurate too); decode's GEMV keeps them (1.4x exact).
+    if (planes == 2 && M > kMatmulGemvMaxRows && fast_gemm_is_exact()) planes = 0;
     if (!(planes && k.matmul_q8act(x, M, w, bias, y, planes))) k.matmul(x, M, w, bias, y);
   }
   return info.Env().Undefined();

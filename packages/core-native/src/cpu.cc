@@ -52,6 +52,23 @@ bool amx_int8_usable() {
   }();
   return ok;
 }
+
+// AMD family 0x17 below model 0x30 (Zen "Naples" / "Summit Ridge" / "Raven Ridge", Zen+ "Pinnacle Ridge"
+// / "Picasso"; Zen 2 starts at 0x30) or Hygon family 0x18 (Dhyana, a Zen 1 core).
+bool zen1_core() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+  char vendor[13] = {};
+  std::memcpy(vendor, &b, 4);
+  std::memcpy(vendor + 4, &d, 4);
+  std::memcpy(vendor + 8, &c, 4);
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  const unsigned base_family = (a >> 8) & 0xf, family = base_family == 0xf ? base_family + ((a >> 20) & 0xff) : base_family;
+  const unsigned model = ((a >> 4) & 0xf) | (base_family == 0xf ? ((a >> 16) & 0xf) << 4 : 0);
+  if (std::strcmp(vendor, "AuthenticAMD") == 0) return family == 0x17 && model < 0x30;
+  if (std::strcmp(vendor, "HygonGenuine") == 0) return family == 0x18;
+  return false;
+}
 #endif
 
 }  // namespace
@@ -70,6 +87,7 @@ CpuFeatures detect_cpu() {
   f.avx_vnni = __builtin_cpu_supports("avxvnni");
   f.avx512_bf16 = false;
   f.amx_int8 = amx_int8_usable();
+  f.narrow_int_multiply = zen1_core();
 #endif
 #if defined(__aarch64__)
   f.neon = true;  // Advanced SIMD is part of the AArch64 baseline

@@ -13,6 +13,10 @@ struct CpuFeatures {
   // AMX-INT8, the OS saves the tile state, and on Linux this process was granted it (arch_prctl).
   bool amx_int8 = false;
   bool neon = false, neon_dotprod = false;  // neon_dotprod: Armv8.2 SDOT/UDOT (FEAT_DotProd)
+  // AMD Zen 1 / Zen+ (and Hygon Dhyana, the same core): 256-bit instructions run as two 128-bit halves
+  // and one pipe does vector integer multiplies, so the 2-plane ("fast") integer GEMM is slower than
+  // the f32 dequantizing one there (docs/benchmarks.md, "AMD EPYC Zen 1 VM").
+  bool narrow_int_multiply = false;
 };
 
 CpuFeatures detect_cpu();

@@ -188,6 +188,9 @@ enum BinaryOp : int { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3, kMax = 4 };
 constexpr int kMaxLinComb = 64;  // inputs of one lincomb call
 constexpr int kMaxMix = 16;      // inputs and outputs of one mix_streams call
 
+// The most x rows a matmul runs as a GEMV (one pass over W); more run a GEMM (isa/gemv.h kGemvMaxM).
+constexpr int64_t kMatmulGemvMaxRows = 16;
+
 struct KernelTable {
   const char* name;
   // y[M, N] = x[M, K] . W^T (+ bias[N] when bias != nullptr), K = w.cols, N = w.rows.

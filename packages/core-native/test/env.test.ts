@@ -11,14 +11,43 @@ const lib = fileURLToPath(new URL('../lib/index.js', import.meta.url));
 function child(env: Record<string, string>, code = 'console.log(JSON.stringify(m.cpuInfo()))') {
   const script = `import(${JSON.stringify(lib)}).then((m) => { ${code} })`;
   const r = spawnSync(process.execPath, ['-e', script], {
-    env: { ...process.env, MLXCEL_ISA: '', MLXCEL_THREADS: '', ...env },
+    env: { ...process.env, MLXCEL_ISA: '', MLXCEL_THREADS: '', MLXCEL_FAST_GEMM: '', ...env },
     encoding: 'utf8',
     timeout: 60_000,
   });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
+// A 64 x 256 q4 weight (group 64, f32 scales) and 32 rows of x: "fast" against "exact", bit for bit.
+const fastGemmScript = `
+  const rnd = (i) => ((Math.imul(i + 1, 2654435761) >>> 0) / 2 ** 32);
+  const w = { dtype: 3, rows: 64, cols: 256, bits: 4, groupSize: 64, scaleDtype: 0,
+    data: new Uint8Array(64 * 128).map((_, i) => (rnd(i) * 256) | 0),
+    scales: new Uint8Array(new Float32Array(256).map((_, i) => 0.01 + rnd(i + 7) * 0.02).buffer),
+    biases: new Uint8Array(new Float32Array(256).map((_, i) => -0.1 + rnd(i + 9) * 0.05).buffer) };
+  const x = new Float32Array(32 * 256).map((_, i) => rnd(i + 11) * 4 - 2);
+  const run = (mode) => { m.setMatmulPrecision(mode); const y = new Float32Array(32 * 64); m.matmul(x, 32, w, null, y); return y; };
+  const a = run('exact'), b = run('fast');
+  const info = m.cpuInfo();
+  console.log(JSON.stringify({ isa: info.isa, narrow: info.features.narrowIntMultiply, equal: a.every((v, i) => Object.is(v, b[i])) }));`;
+
 describe('environment overrides', () => {
+  it('Zen 1 / Zen+ (narrowIntMultiply, avx2): "fast" GEMMs take the exact kernel unless MLXCEL_FAST_GEMM=int16; elsewhere the variable changes nothing', () => {
+    const auto = child({}, fastGemmScript), int16 = child({ MLXCEL_FAST_GEMM: 'int16' }, fastGemmScript);
+    expect(auto.status, auto.stderr).toBe(0);
+    expect(int16.status, int16.stderr).toBe(0);
+    const a = JSON.parse(auto.stdout), b = JSON.parse(int16.stdout);
+    expect(typeof a.narrow).toBe('boolean');
+    if (a.narrow && a.isa === 'avx2') {
+      expect(a.equal).toBe(true); // the exact kernel's bits
+      expect(b.equal).toBe(false); // the integer GEMM's
+    } else {
+      expect(b.equal).toBe(a.equal);
+      // Variants whose GEMM takes 16-bit activations for 4-bit weights differ from exact.
+      if (['avx2', 'avx2vnni', 'avx512vnni', 'avx512amx', 'neon_dotprod'].includes(a.isa)) expect(a.equal).toBe(false);
+    }
+  });
+
   it('without MLXCEL_ISA the best variant the CPU supports is used', () => {
     const r = child({});
     expect(r.status).toBe(0);
@@ -51,6 +80,14 @@ describe('environment overrides', () => {
     const r = child({ MLXCEL_ISA: 'bogus' }, 'console.log("loaded")');
     expect(r.status).not.toBe(0);
     expect(r.stderr).toMatch(/MLXCEL_ISA="bogus" is not a kernel variant \(one of: scalar, avx2/);
+  });
+
+  it('an MLXCEL_FAST_GEMM other than auto / int16 fails the import naming the variable', () => {
+    const r = child({ MLXCEL_FAST_GEMM: 'int8' }, 'console.log("loaded")');
+    expect(r.status).not.toBe(0);
+    expect(r.stdout).not.toContain('loaded');
+    expect(r.stderr).toContain('MLXCEL_FAST_GEMM="int8" must be auto or int16');
+    expect(child({ MLXCEL_FAST_GEMM: 'auto' }, 'console.log("loaded")').stdout).toContain('loaded');
   });
 
   it('a bad MLXCEL_ISA fails the import with a message naming the variable and the available variants', () => {

@@ -10,6 +10,7 @@
 // guard on purpose.
 
 constexpr int kGemvMaxM = 16;  // rows of x the GEMV takes in one pass over W (matmul's GEMM above)
+static_assert(kGemvMaxM == mlx::kMatmulGemvMaxRows, "kernels.h names the same bound for the bindings");
 constexpr int kGemvBlock = 4;  // x rows per tile-kernel call (the accumulators stay in registers)
 
 // Calls f(integral_constant<int, MB>, m0) for each block [m0, m0 + MB) of up to kGemvBlock rows of [0, M).
