@@ -235,18 +235,19 @@ static bool avx2_q4_prepare_s16(const float* x, int64_t K, int G, int T, int16_t
   return true;
 }
 
-// Row n of W against MB rows of s16 activations (xs: [MB][K]); the group factors as in avx2_q4_row.
-// G (32, 64 or 128) is w.group as a constant. (Two or four rows per x load, measured on Zen 1 where
-// loads are 128 bits wide: no gain / 0.84x; the vector integer multiplier is what bounds this loop.)
-template <int SD, int MB, int G>
-static void avx2_q4_row_s16(const int16_t* xs, const float* sx, const float* xsum, int64_t K, const WeightRef& w,
+// Row n of W against MB prepared x rows for the integer-activation kernels below: Dot::unpack(v) splits a
+// 32-byte chunk of codes (once for all x rows) and Dot::dot(u, m, e) gives x row m's i32 lanes (codes
+// 8j .. 8j + 7) for the chunk starting at element e; the group factors as in avx2_q4_row. G (32, 64 or
+// 128) is w.group as a constant. (Two or four rows per x load, measured on Zen 1 where loads are 128
+// bits wide: no gain / 0.84x; the vector integer multiplier is what bounds this loop.)
+template <int SD, int MB, int G, class Dot>
+static void avx2_q4_row_int(const Dot& dot, const float* sx, const float* xsum, int64_t K, const WeightRef& w,
                             const float* bias, float* y, int64_t N, int64_t n) {
   constexpr int CW = kQ4Chunk;
   const int64_t gpr = K / G, row_bytes = K / 2;
   const uint8_t* row = w.data + n * row_bytes;
   TilePrefetch pref(row, gemv_prefetch_distance(1, row_bytes));
   const Q4ChunkGroupIdx& gidx = q4_group_idx(G);
-  const __m256i m4 = _mm256_set1_epi16(0x000f);
   __m256 acc[MB], acc2[MB];  // chunks alternate between the two sets (two FMA dependency chains)
   for (int m = 0; m < MB; m++) acc[m] = acc2[m] = _mm256_setzero_ps();
   for (int64_t gb = 0; gb < gpr; gb += 8) {
@@ -263,16 +264,9 @@ static void avx2_q4_row_s16(const int16_t* xs, const float* sx, const float* xsu
     if constexpr (G % CW == 0)
       for (int m = 0; m < MB; m++) _mm256_store_ps(fa[m], f[m]);
     auto chunk = [&](int64_t i, __m256 (&A)[MB]) __attribute__((always_inline)) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq + i * (CW / 2)));
-      const __m256i n0 = _mm256_and_si256(v, m4);
-      const __m256i n1 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-      const __m256i n2 = _mm256_and_si256(_mm256_srli_epi16(v, 8), m4);
-      const __m256i n3 = _mm256_srli_epi16(v, 12);
+      const auto u = dot.unpack(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq + i * (CW / 2))));
       for (int m = 0; m < MB; m++) {
-        const __m256i* p = reinterpret_cast<const __m256i*>(xs + m * K + c0 + i * CW);
-        const __m256i a = _mm256_add_epi32(
-            _mm256_add_epi32(_mm256_madd_epi16(n0, _mm256_loadu_si256(p)), _mm256_madd_epi16(n1, _mm256_loadu_si256(p + 1))),
-            _mm256_add_epi32(_mm256_madd_epi16(n2, _mm256_loadu_si256(p + 2)), _mm256_madd_epi16(n3, _mm256_loadu_si256(p + 3))));
+        const __m256i a = dot.dot(u, m, c0 + i * CW);
         __m256 fac;
         if constexpr (G % CW == 0) fac = _mm256_broadcast_ss(&fa[m][i * CW / G]);
         else fac = _mm256_permutevar8x32_ps(f[m], q4_chunk_idx(gidx, i));
@@ -295,6 +289,29 @@ static void avx2_q4_row_s16(const int16_t* xs, const float* sx, const float* xsu
         hsum((vf)_mm256_add_ps(acc[m], acc2[m])) + scales_dot<SD>(w.biases, n * gpr, xsum + m * gpr, gpr);
     y[m * N + n] = bias ? v + bias[n] : v;
   }
+}
+
+// s16 activations (xs: [MB][K], avx2_q4_prepare_s16): four u16 code vectors per chunk, four vpmaddwd.
+struct Q4DotS16 {
+  const int16_t* xs;
+  int64_t K;
+  struct Codes { __m256i n[4]; };
+  __attribute__((always_inline)) Codes unpack(__m256i v) const {
+    const __m256i m4 = _mm256_set1_epi16(0x000f);
+    return {{_mm256_and_si256(v, m4), _mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
+             _mm256_and_si256(_mm256_srli_epi16(v, 8), m4), _mm256_srli_epi16(v, 12)}};
+  }
+  __attribute__((always_inline)) __m256i dot(const Codes& u, int m, int64_t e) const {
+    const __m256i* p = reinterpret_cast<const __m256i*>(xs + m * K + e);
+    return _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(u.n[0], _mm256_loadu_si256(p)), _mm256_madd_epi16(u.n[1], _mm256_loadu_si256(p + 1))),
+                            _mm256_add_epi32(_mm256_madd_epi16(u.n[2], _mm256_loadu_si256(p + 2)), _mm256_madd_epi16(u.n[3], _mm256_loadu_si256(p + 3))));
+  }
+};
+
+template <int SD, int MB, int G>
+static void avx2_q4_row_s16(const int16_t* xs, const float* sx, const float* xsum, int64_t K, const WeightRef& w,
+                            const float* bias, float* y, int64_t N, int64_t n) {
+  avx2_q4_row_int<SD, MB, G>(Q4DotS16{xs, K}, sx, xsum, K, w, bias, y, N, n);
 }
 // ---- AVX2 q4 GEMV with 8-bit activations (the "int8" precision) ----
 // The same values as the s16 kernel's T = 127 activations (avx2_q4_prepare_s16 with kS16Int8: same
@@ -339,59 +356,26 @@ static bool avx2_q4_prepare_s8(const float* x, int64_t K, int G, int8_t* xq, flo
   return true;
 }
 
-// Row n of W against MB rows of s8 activations (xq: [MB][K], avx2_q4_prepare_s8); G = w.group.
+// s8 activations (xq: [MB][K], avx2_q4_prepare_s8): low / high nibble bytes per chunk, two vpmaddubsw,
+// one vpmaddwd by ones.
+struct Q4DotS8 {
+  const int8_t* xq;
+  int64_t K;
+  struct Codes { __m256i lo, hi; };
+  __attribute__((always_inline)) Codes unpack(__m256i v) const {
+    const __m256i nib = _mm256_set1_epi8(0x0f);
+    return {_mm256_and_si256(v, nib), _mm256_and_si256(_mm256_srli_epi16(v, 4), nib)};
+  }
+  __attribute__((always_inline)) __m256i dot(const Codes& u, int m, int64_t e) const {
+    const __m256i* p = reinterpret_cast<const __m256i*>(xq + m * K + e);
+    const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(u.lo, _mm256_loadu_si256(p)), _mm256_maddubs_epi16(u.hi, _mm256_loadu_si256(p + 1)));
+    return _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+  }
+};
+
 template <int SD, int MB, int G>
 static void avx2_q4_row_s8(const int8_t* xq, const float* sx, const float* xsum, int64_t K, const WeightRef& w,
                            const float* bias, float* y, int64_t N, int64_t n) {
-  constexpr int CW = kQ4Chunk;
-  const int64_t gpr = K / G, row_bytes = K / 2;
-  const uint8_t* row = w.data + n * row_bytes;
-  TilePrefetch pref(row, gemv_prefetch_distance(1, row_bytes));
-  const Q4ChunkGroupIdx& gidx = q4_group_idx(G);
-  const __m256i nib = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
-  __m256 acc[MB], acc2[MB];  // chunks alternate between the two sets (two FMA dependency chains)
-  for (int m = 0; m < MB; m++) acc[m] = acc2[m] = _mm256_setzero_ps();
-  for (int64_t gb = 0; gb < gpr; gb += 8) {
-    const int ng = int(std::min<int64_t>(8, gpr - gb));
-    const __m256 s = load8_f<SD>(w.scales, n * gpr + gb, ng);
-    __m256 f[MB];
-    for (int m = 0; m < MB; m++)
-      f[m] = _mm256_mul_ps(s, load8_f<kF32>(reinterpret_cast<const uint8_t*>(sx), m * gpr + gb, ng));
-    const int64_t nch = int64_t(ng) * G / CW, c0 = gb * G;
-    const uint8_t* wq = row + c0 / 2;
-    alignas(32) float fa[MB][8];  // as in avx2_q4_row_s16
-    if constexpr (G % CW == 0)
-      for (int m = 0; m < MB; m++) _mm256_store_ps(fa[m], f[m]);
-    auto chunk = [&](int64_t i, __m256 (&A)[MB]) __attribute__((always_inline)) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq + i * (CW / 2)));
-      const __m256i lo = _mm256_and_si256(v, nib);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
-      for (int m = 0; m < MB; m++) {
-        const __m256i* p = reinterpret_cast<const __m256i*>(xq + m * K + c0 + i * CW);
-        const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256(p)),
-                                             _mm256_maddubs_epi16(hi, _mm256_loadu_si256(p + 1)));
-        const __m256i a = _mm256_madd_epi16(s16, ones);
-        __m256 fac;
-        if constexpr (G % CW == 0) fac = _mm256_broadcast_ss(&fa[m][i * CW / G]);
-        else fac = _mm256_permutevar8x32_ps(f[m], q4_chunk_idx(gidx, i));
-        A[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), fac, A[m]);
-      }
-    };
-    int64_t i = 0;
-    for (; i + 2 <= nch; i += 2) {
-      pref.advance(CW);  // see TilePrefetch
-      chunk(i, acc);
-      chunk(i + 1, acc2);
-    }
-    if (i < nch) {
-      pref.advance(CW / 2);
-      chunk(i, acc);
-    }
-  }
-  for (int m = 0; m < MB; m++) {
-    const float v =
-        hsum((vf)_mm256_add_ps(acc[m], acc2[m])) + scales_dot<SD>(w.biases, n * gpr, xsum + m * gpr, gpr);
-    y[m * N + n] = bias ? v + bias[n] : v;
-  }
+  avx2_q4_row_int<SD, MB, G>(Q4DotS8{xq, K}, sx, xsum, K, w, bias, y, N, n);
 }
 #endif  // AVX2 integer-dot GEMV
