@@ -9,6 +9,8 @@
 //             weights never take the fast path (it applies to 4-/8-bit MLX affine weights only).
 //   real shapes: random q4 models (--layers deep, default 4) from the real configs, fast, int8 and mixed against
 //             exact over a --prompt-token prompt (default 128): the same three measures.
+// The "fast + f16 KV" column is what `mlxcel generate`, `serve` and `bench` run by default: `fast` matmuls
+// and an f16 KV cache (engine defaultKvStorage); unlike the matmul paths it applies to float fixtures too.
 //   pnpm bench accuracy [--layers 4] [--prompt 128] [--weight-layout auto|rows] [--json]
 // --weight-layout: the layout of the resident 4-bit weights (default auto: the 16-row tile layout where
 // the kernels read it; rows: the checkpoint's), so both layouts' accuracy can be tabled.
@@ -44,9 +46,11 @@ function summary(cmp) {
   };
 }
 
+// mode: a matmul precision, or 'fast+kv16' (fast matmuls and an f16 KV cache: the CLI's default run).
 function traceFile(model, ids, mode, name, decode, extra = {}) {
-  setMatmulPrecision(mode);
-  const r = traceModel(model, ids, { decode, ...extra });
+  const kv16 = mode === 'fast+kv16';
+  setMatmulPrecision(kv16 ? 'fast' : mode);
+  const r = traceModel(model, ids, { decode, ...extra, ...(kv16 ? { kvCache: 'f16' } : {}) });
   const path = join(tmp, `${name}-${mode}.safetensors`);
   writeTrace(path, r, model.vocabSize);
   return path;
@@ -72,7 +76,7 @@ try {
       extra = { embeddingOverrides: t.overrides, atomicSpans: t.spans, decodeEmbedding: t.decodeEmbedding };
       row.case += ' (with its image)';
     }
-    for (const mode of ['exact', 'fast', 'int8', 'mixed']) row[mode] = summary(compareTraces(traceFile(loaded.model, ids, mode, c, decode, extra), exp, { marginThreshold: MARGIN }));
+    for (const mode of ['exact', 'fast', 'int8', 'mixed', 'fast+kv16']) row[mode] = summary(compareTraces(traceFile(loaded.model, ids, mode, c, decode, extra), exp, { marginThreshold: MARGIN }));
     rows.push(row);
   }
   const MODELS = {
@@ -88,7 +92,7 @@ try {
     const vsExact = (mode) => summary(compareTraces(traceFile(model, ids, mode, label, 8), exact, { marginThreshold: MARGIN }));
     rows.push({
       case: `${label} random q4, ${layers} layers`, quantized: true, prompt_tokens: promptLen,
-      fast_vs_exact: vsExact('fast'), int8_vs_exact: vsExact('int8'), mixed_vs_exact: vsExact('mixed'),
+      fast_vs_exact: vsExact('fast'), int8_vs_exact: vsExact('int8'), mixed_vs_exact: vsExact('mixed'), fast_kv16_vs_exact: vsExact('fast+kv16'),
     });
   }
 } finally {
@@ -100,11 +104,11 @@ const layoutNote = `--weight-layout ${weightLayout()}, --weight-memory ${weightP
 if (json) console.log(JSON.stringify({ isa: cpuInfo().isa, margin: MARGIN, weight_layout: weightLayout(), weight_tiled_bytes: weightArena.tiledBytes, rows }));
 else {
   const cell = (s) => `${s.max_abs_logit_diff.toExponential(2)} / ${s.greedy_ids_equal === null ? '-' : s.greedy_ids_equal ? 'equal' : 'DIFFER'} / ${s.decided_disagreements}`;
-  console.log(`matmul precision accuracy (${cpuInfo().isa}, ${layoutNote}; decided = both top-1 margins > ${MARGIN} and top-1 differ)`);
+  console.log(`matmul precision and KV storage accuracy (${cpuInfo().isa}, ${layoutNote}; decided = both top-1 margins > ${MARGIN} and top-1 differ)`);
   console.log('each cell: max abs dlogit / greedy ids / decided disagreements');
-  console.log('| case | weights | prompt | exact vs reference | fast vs reference | int8 vs reference | mixed vs reference | fast vs exact | int8 vs exact | mixed vs exact |');
-  console.log('|---|---|---|---|---|---|---|---|---|---|');
+  console.log('| case | weights | prompt | exact vs reference | fast vs reference | int8 vs reference | mixed vs reference | fast + f16 KV vs reference | fast vs exact | int8 vs exact | mixed vs exact | fast + f16 KV vs exact |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
   const c = (s) => (s ? cell(s) : '-');
   for (const r of rows)
-    console.log(`| ${r.case} | ${r.quantized ? 'quantized' : 'float'} | ${r.prompt_tokens} | ${c(r.exact)} | ${c(r.fast)} | ${c(r.int8)} | ${c(r.mixed)} | ${c(r.fast_vs_exact)} | ${c(r.int8_vs_exact)} | ${c(r.mixed_vs_exact)} |`);
+    console.log(`| ${r.case} | ${r.quantized ? 'quantized' : 'float'} | ${r.prompt_tokens} | ${c(r.exact)} | ${c(r.fast)} | ${c(r.int8)} | ${c(r.mixed)} | ${c(r['fast+kv16'])} | ${c(r.fast_vs_exact)} | ${c(r.int8_vs_exact)} | ${c(r.mixed_vs_exact)} | ${c(r.fast_kv16_vs_exact)} |`);
 }

@@ -8,9 +8,9 @@
 //   pnpm bench peers [--models gemma3n,gemma4,phi35] [--quant q4,q8] [--layers N] [--prompt 512]
 //                    [--gen 128] [--reps 2] [--threads N] [--matmul fast|exact|int8|mixed[,...]] [--warmup 16|N|prompt]
 //                    [--kv-cache f32|f16|bf16|q8|k8v4] [--llama-kv-cache F16|F32|Q8_0] [--json]
-// --kv-cache: our KV cache storage (as `mlxcel bench --kv-cache`; default the model's own, f32);
+// --kv-cache: our KV cache storage (as `mlxcel bench --kv-cache`; default as there: f16, f32 with --matmul exact);
 // --llama-kv-cache: llama.cpp's K and V cache type (default F16, node-llama-cpp's and llama.cpp's own).
-// The two defaults differ, so a like-for-like KV comparison sets both (e.g. f16 / F16).
+// Both default to 16-bit caches (ours f16 on the fast paths, llama.cpp F16).
 // --matmul: our matmul precision (as `mlxcel bench`; fast by default: 16-bit integer activations in
 // prefill GEMMs; int8: 8-bit ones, like llama.cpp's Q8 activations; mixed: 8-bit in the MLP projections,
 // 16-bit elsewhere). A comma list measures ours in each precision within every repetition, against the
@@ -174,10 +174,10 @@ for (const bits of quants)
     }
   }
 
-if (json) console.log(JSON.stringify({ threads, prompt, gen, reps, matmul, kv_cache: kvCache ?? 'default', llama_kv_cache: llamaKv, layers: layers || 'full', rows }));
+if (json) console.log(JSON.stringify({ threads, prompt, gen, reps, matmul, kv_cache: kvCache ?? 'default (f16; f32 with --matmul exact)', llama_kv_cache: llamaKv, layers: layers || 'full', rows }));
 else {
   const mib = (b) => (b / 2 ** 20).toFixed(0);
-  console.log(`mlxcel (--matmul ${matmul}, KV ${kvCache ?? 'default (f32)'}) vs llama.cpp (node-llama-cpp ${LLAMA_VERSION}, prebuilt CPU, KV ${llamaKv}), ${threads} threads, prompt ${prompt}, gen ${gen}, warm-up ${warmup} tokens, best of ${reps}; ratios = ours / llama.cpp`);
+  console.log(`mlxcel (--matmul ${matmul}, KV ${kvCache ?? 'default: f16, f32 with --matmul exact'}) vs llama.cpp (node-llama-cpp ${LLAMA_VERSION}, prebuilt CPU, KV ${llamaKv}), ${threads} threads, prompt ${prompt}, gen ${gen}, warm-up ${warmup} tokens, best of ${reps}; ratios = ours / llama.cpp`);
   const col = matmuls.length > 1; // a column for our precision when there is more than one
   console.log(`| model | quant |${col ? ' ours --matmul |' : ''} layers | prefill tok/s llama.cpp / ours | ratio | decode tok/s llama.cpp / ours | ratio | ours decode / bandwidth ceiling | peak RSS MiB llama.cpp / ours | bandwidth GB/s | load avg |`);
   console.log(`|---|---|${col ? '---|' : ''}---|---|---|---|---|---|---|---|---|`);

@@ -62,6 +62,23 @@ describe('TiledStore', () => {
       expect(bitsEqual(im.v, conv(headMajor(v, T, DV)).h)).toBe(true);
     });
 
+  it('f16 stores a finite value beyond its range as +-65504 (never an infinity); infinities and NaN stay', () => {
+    // f16 is the default KV storage of the fast paths (engine defaultKvStorage): a stray large K or V
+    // must not become an infinity that turns every attention score of the head into NaN.
+    const s = store('f16');
+    const kk = new Float32Array(H * D).fill(0.5), vv = new Float32Array(H * DV).fill(-0.25);
+    kk[0] = 1e6; kk[1] = -70000; kk[2] = 65519; kk[3] = Infinity; kk[4] = NaN; kk[5] = 65504;
+    vv[0] = -3e38; vv[1] = 1e5;
+    s.write(Int32Array.of(3), kk, vv, Int32Array.of(0));
+    const r = s.read(Int32Array.of(3));
+    expect(Array.from(r.k.subarray(0, 7))).toEqual([65504, -65504, 65504, Infinity, NaN, 65504, 0.5]);
+    expect(Array.from(r.v.subarray(0, 3))).toEqual([-65504, 65504, -0.25]);
+    // bf16 has f32's range: nothing to saturate.
+    const b = store('bf16');
+    b.write(Int32Array.of(3), kk, vv, Int32Array.of(0));
+    expect(b.read(Int32Array.of(3)).k[0]).toBe(999424); // 1e6 rounded to bf16's 8-bit mantissa
+  });
+
   for (const [storage, vBits] of [['q8', 8], ['k8v4', 4]] as const)
     it(`${storage}: codes, scales and biases equal MLX quantize (K 8-bit, V ${vBits}-bit), exported in MLX packing`, () => {
       const s = store(storage);

@@ -74,6 +74,26 @@ describe('bench --random', () => {
     expect(j.weight_layout).toBe('auto');
     if (j.weight_memory === 'resident' && weightTileLayout()) expect(j.weight_tiled_bytes).toBeGreaterThan(0);
     else expect(j.weight_tiled_bytes).toBe(0);
+    // The fast path's KV cache (engine defaultKvStorage): f16 unless --matmul exact or --kv-cache says otherwise.
+    expect(j.matmul).toBe('fast');
+    expect(j.kv_cache).toBe('f16');
+  });
+
+  it('KV storage: f32 with --matmul exact, what --kv-cache names otherwise; an unknown kind is an error naming it', async () => {
+    const base = ['bench', '--random', join(FIXTURES, 'configs', 'Phi-3.5-mini-instruct.json'), '--layers', '1', '--quantize', 'q4', '--prompt-tokens', '4', '--gen-tokens', '2', '--json'];
+    const exact = await mlxcel([...base, '--matmul', 'exact'], { timeoutMs: 300_000 });
+    expect(exact.code).toBe(0);
+    expect(JSON.parse(exact.stdout).kv_cache).toBe('f32');
+    const named = await mlxcel([...base, '--kv-cache', 'q8'], { timeoutMs: 300_000 });
+    expect(named.code).toBe(0);
+    expect(JSON.parse(named.stdout).kv_cache).toBe('q8');
+    const batched = await mlxcel([...base, '--concurrency', '2'], { timeoutMs: 300_000 });
+    expect(batched.code).toBe(0);
+    expect(JSON.parse(batched.stdout).kv_cache).toBe('f16');
+    const bad = await mlxcel(['generate', '--demo', '--prompt', 'Hi', '--max-tokens', '2', '--kv-cache', 'f8'], { env: cacheEnv });
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/f8/);
+    expect(bad.stderr).toMatch(/f16/); // the message lists the valid kinds
   });
 
   it('--weight-layout rows keeps the checkpoint layout; a bad value is a usage error naming the flag', async () => {

@@ -121,6 +121,16 @@ inline int64_t tile_of(const Store& s, int64_t slot, int h) { return h * (s.cap 
 inline int64_t vrow_of(const Store& s, int64_t slot, int h) { return h * s.cap + slot; }
 inline int lane(int64_t slot) { return int(slot % TK); }
 
+// A K or V value in a 16-bit store. f16: a finite value beyond its range is stored as +-65504 (the
+// largest finite f16), not rounded to an infinity that would turn the attention scores into NaN;
+// infinities and NaN stay what they are (as in an f32 store). f16 is the default KV storage of the
+// fast paths (engine defaultKvStorage), so this is what a stray large activation meets.
+inline uint16_t kv_half(int dtype, float x) {
+  if (dtype != kF16) return f32_to_bf16(x);
+  if (std::isfinite(x)) x = std::fmin(std::fmax(x, -65504.f), 65504.f);
+  return f32_to_f16(x);
+}
+
 void write_row(const Store& s, int64_t slot, int h, const float* k, const float* v) {
   const int64_t t = tile_of(s, slot, h);
   const int ln = lane(slot);
@@ -129,7 +139,7 @@ void write_row(const Store& s, int64_t slot, int h, const float* k, const float*
       const int64_t e = (t * s.D + d) * TK + ln;
       if (s.dtype == kF32) std::memcpy(s.k + e * 4, &k[d], 4);
       else {
-        const uint16_t hv = s.dtype == kF16 ? f32_to_f16(k[d]) : f32_to_bf16(k[d]);
+        const uint16_t hv = kv_half(s.dtype, k[d]);
         std::memcpy(s.k + e * 2, &hv, 2);
       }
     }
@@ -137,7 +147,7 @@ void write_row(const Store& s, int64_t slot, int h, const float* k, const float*
     for (int d = 0; d < s.DV; d++) {
       if (s.dtype == kF32) std::memcpy(s.v + (r + d) * 4, &v[d], 4);
       else {
-        const uint16_t hv = s.dtype == kF16 ? f32_to_f16(v[d]) : f32_to_bf16(v[d]);
+        const uint16_t hv = kv_half(s.dtype, v[d]);
         std::memcpy(s.v + (r + d) * 2, &hv, 2);
       }
     }

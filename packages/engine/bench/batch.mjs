@@ -7,7 +7,7 @@
 // Matmul precision as `mlxcel serve` runs it (fast: 16-bit integer activations in quantized matmuls,
 // decode GEMVs included) unless --matmul says otherwise; every precision keeps batched == single.
 //
-//   node packages/engine/bench/batch.mjs [--model gemma3n|gemma4|phi35] [--layers N] [--prompt 32] [--gen 32] [--batches 1,2,4,8] [--matmul fast|exact|int8|mixed] [--weight-memory resident|mapped] [--weight-layout auto|rows] [--bits 4|8] [--profile]
+//   node packages/engine/bench/batch.mjs [--model gemma3n|gemma4|phi35] [--layers N] [--prompt 32] [--gen 32] [--batches 1,2,4,8] [--matmul fast|exact|int8|mixed] [--weight-memory resident|mapped] [--weight-layout auto|rows] [--bits 4|8] [--kv-cache f32|f16|bf16|q8|k8v4] [--profile]
 // --profile: per batch size, the native kernel time per op kind over the decode steps (prefill
 // excluded: counting starts once every prompt has its first token) and what is left of the wall time
 // (JS, scheduling, waiting), per decode step.
@@ -15,7 +15,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setMatmulPrecision, startProfile, stopProfile } from '@mlxcel/core-native';
 import { setWeightLayout, setWeightPlacement, weightLayout, weightPlacement } from '@mlxcel/tensor';
-import { BatchScheduler, randomModel, readJson } from '../dist/index.js';
+import { BatchScheduler, defaultKvStorage, randomModel, readJson } from '../dist/index.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../../..');
 const CONFIGS = {
@@ -38,6 +38,8 @@ const precision = setMatmulPrecision(flag('matmul', 'fast'));
 if (flag('weight-memory')) setWeightPlacement(flag('weight-memory'));
 if (flag('weight-layout')) setWeightLayout(flag('weight-layout'));
 const profile = args.includes('--profile');
+// KV storage as `mlxcel serve` picks it: --kv-cache, else f16 on the fast paths and f32 with exact.
+const kvCache = flag('kv-cache', defaultKvStorage(precision));
 
 const bits = Number(flag('bits', '4'));
 if (bits !== 4 && bits !== 8) throw new Error(`--bits must be 4 or 8, got ${bits}`);
@@ -49,7 +51,7 @@ async function run(n) {
   const sched = new BatchScheduler(loaded, { maxBatch: n });
   let first = 0, firsts = 0;
   const t0 = performance.now();
-  const gens = Array.from({ length: n }, (_, k) => sched.submit(prompt(k), { maxTokens: gen, temperature: 0 }));
+  const gens = Array.from({ length: n }, (_, k) => sched.submit(prompt(k), { maxTokens: gen, temperature: 0, kvCache }));
   // Decode time starts when the last request has its first token (all prompts prefilled).
   await Promise.all(gens.map(async (g) => {
     let i = 0;
@@ -66,7 +68,7 @@ async function run(n) {
 }
 
 await run(1); // warm-up
-console.log(`${name}${layers ? ` (${layers} layers)` : ''}, random q${bits}, prompt ${promptLen}, ${gen} tokens each, --matmul ${precision}, --weight-memory ${weightPlacement()}, --weight-layout ${weightLayout()}`);
+console.log(`${name}${layers ? ` (${layers} layers)` : ''}, random q${bits}, prompt ${promptLen}, ${gen} tokens each, --matmul ${precision}, --weight-memory ${weightPlacement()}, --weight-layout ${weightLayout()}, --kv-cache ${kvCache}`);
 let base = 0;
 for (const n of batches) {
   const r = await run(n);

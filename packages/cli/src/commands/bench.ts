@@ -5,7 +5,7 @@
  */
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { BatchScheduler, DEFAULT_PREFILL_CHUNK, preallocateKv, prefill, randomModel, readJson, releaseKv, type LoadedModel } from '@mlxcel/engine';
+import { BatchScheduler, DEFAULT_PREFILL_CHUNK, defaultKvStorage, preallocateKv, prefill, randomModel, readJson, releaseKv, type LoadedModel } from '@mlxcel/engine';
 import { ops, weightArena, weightLayout, weightPlacement, type LanguageModel } from '@mlxcel/tensor';
 import { cpuInfo, matmulPrecision, startProfile, stopProfile, type OpProfile } from '@mlxcel/core-native';
 import { UsageError } from '../errors.js';
@@ -32,6 +32,8 @@ export interface BenchResult {
   /** --weight-layout, and the bytes of weights loaded in the 16-row tile layout (0: all in rows). */
   weight_layout: string;
   weight_tiled_bytes: number;
+  /** KV cache storage the run used (--kv-cache, else defaultKvStorage of the matmul precision). */
+  kv_cache: string;
   /** With `profile`: native time per op kind in the measured prefill and decode (wall ms alongside). */
   profile?: { prefill: OpProfile; prefill_ms: number; decode: OpProfile; decode_ms: number };
 }
@@ -53,8 +55,9 @@ function randomIds(n: number, vocab: number, seed: number): Int32Array {
  * (which pays the OS's first-touch of that memory: docs/benchmarks.md, "Steady-state prefill").
  */
 export function runBench(
-  model: LanguageModel, name: string, promptTokens: number, genTokens: number, kvCache?: string, profile = false, warmupTokens = 16,
+  model: LanguageModel, name: string, promptTokens: number, genTokens: number, kvCacheOpt?: string, profile = false, warmupTokens = 16,
 ): BenchResult {
+  const kvCache = kvCacheOpt ?? defaultKvStorage(matmulPrecision());
   const chunk = model.prefillChunk === null ? 0 : model.prefillChunk || DEFAULT_PREFILL_CHUNK;
   const V = model.vocabSize;
   // Warm-up: touches every weight page and JIT-compiles the JS paths.
@@ -101,6 +104,7 @@ export function runBench(
     weight_memory: weightPlacement(),
     weight_layout: weightLayout(),
     weight_tiled_bytes: weightArena.tiledBytes,
+    kv_cache: kvCache,
     ...(prefillOps && decodeOps ? { profile: { prefill: prefillOps, prefill_ms: t1 - t0, decode: decodeOps, decode_ms: t2 - tFirst } } : {}),
   };
 }
@@ -134,6 +138,8 @@ export interface BatchBenchResult {
   all_first_token_ms: number;
   threads: number;
   isa: string;
+  /** KV cache storage the run used. */
+  kv_cache: string;
 }
 
 /**
@@ -141,8 +147,9 @@ export interface BatchBenchResult {
  * them), each with its own random prompt, greedy, EOS ignored; after one warm-up round.
  */
 export async function runBatchBench(
-  model: LanguageModel, name: string, promptTokens: number, genTokens: number, concurrency: number, kvCache?: string,
+  model: LanguageModel, name: string, promptTokens: number, genTokens: number, concurrency: number, kvCacheOpt?: string,
 ): Promise<BatchBenchResult> {
+  const kvCache = kvCacheOpt ?? defaultKvStorage(matmulPrecision());
   const loaded: LoadedModel = { dir: name, config: {}, model, tokenizer: null, chatTemplate: null, eosIds: [], generationConfig: {} };
   const V = model.vocabSize;
   const round = async (gen: number) => {
@@ -164,7 +171,7 @@ export async function runBatchBench(
   return {
     model: name, concurrency, prompt_tokens: promptTokens, gen_tokens: genTokens,
     aggregate_decode_tok_s: agg, per_request_decode_tok_s: agg / concurrency, all_first_token_ms: tAll - t0,
-    threads: info0.threads, isa: info0.isa,
+    threads: info0.threads, isa: info0.isa, kv_cache: kvCache,
   };
 }
 
@@ -179,7 +186,7 @@ export function registerBench(program: Command): void {
     .option('--prompt-tokens <n>', 'prompt length', int('--prompt-tokens', 1), 128)
     .option('--warmup-tokens <n>', 'warm-up prompt length (the prompt length: measure the steady state after a first long prompt)', int('--warmup-tokens', 1), 16)
     .option('--gen-tokens <n>', 'tokens to generate', int('--gen-tokens', 1), 32)
-    .option('--kv-cache <kind>', 'KV cache storage kind')
+    .option('--kv-cache <kind>', 'KV cache storage: f32, f16, bf16, q8, k8v4 (default: f16, or f32 with --matmul exact)')
     .option('--concurrency <n>', 'run n requests together through the continuous-batching scheduler (as mlxcel serve does)', int('--concurrency', 1, 256), 1)
     .option('--profile', 'also print native time per op kind in the measured prefill and decode')
     .option('--json', 'print the result as JSON');
@@ -210,7 +217,7 @@ export function registerBench(program: Command): void {
           info(
             `${b.model}\n${b.concurrency} concurrent requests: aggregate decode ${b.aggregate_decode_tok_s.toFixed(2)} tok/s ` +
               `(${b.per_request_decode_tok_s.toFixed(2)} per request, ${b.gen_tokens} tokens each) | all first tokens after ` +
-              `${b.all_first_token_ms.toFixed(0)} ms (${b.prompt_tokens}-token prompts) | ${b.threads} threads, ${b.isa}`,
+              `${b.all_first_token_ms.toFixed(0)} ms (${b.prompt_tokens}-token prompts) | ${b.threads} threads, ${b.isa}, --kv-cache ${b.kv_cache}`,
           );
         return;
       }
@@ -221,7 +228,7 @@ export function registerBench(program: Command): void {
         info(
           `${r.model}\nprefill ${r.prefill_tok_s.toFixed(1)} tok/s (${r.prompt_tokens} tokens) | decode ${r.decode_tok_s.toFixed(2)} tok/s ` +
             `(${r.gen_tokens} tokens) | TTFT ${r.ttft_ms.toFixed(0)} ms | peak RSS ${formatBytes(r.peak_rss_bytes)} | ` +
-            `weights ${formatBytes(r.weight_bytes)} | ${r.threads} threads, ${r.isa}, --matmul ${r.matmul}, --weight-memory ${r.weight_memory}, --weight-layout ${r.weight_layout} (${formatBytes(r.weight_tiled_bytes)} in tiles)`,
+            `weights ${formatBytes(r.weight_bytes)} | ${r.threads} threads, ${r.isa}, --matmul ${r.matmul}, --weight-memory ${r.weight_memory}, --weight-layout ${r.weight_layout} (${formatBytes(r.weight_tiled_bytes)} in tiles), --kv-cache ${r.kv_cache}`,
         );
       if (!o.json && r.profile) info(profileTable(r.profile, r.gen_tokens));
     });
