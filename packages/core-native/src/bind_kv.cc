@@ -9,14 +9,20 @@
 //   kvImport(store, slots, image)
 // store = { dtype 0 f32 | 1 f16 | 2 bf16 | 3 quantized, capacity (slots, multiple of 16), nKvHeads,
 //           headDim, vDim, k, v, and when quantized: kScales, kBiases, vScales, vBiases, vBits, groupSize }.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
 
 #include "args.h"
 #include "bindings.h"
+#include "cpu.h"
 #include "half.h"
 #include "threadpool.h"
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define MLX_KV_F16C 1
+#endif
 
 namespace mlx {
 namespace {
@@ -131,26 +137,52 @@ inline uint16_t kv_half(int dtype, float x) {
   return f32_to_f16(x);
 }
 
+#if defined(MLX_KV_F16C)
+// kv_half(kF16, x[i]) for n values, 8 at a time with F16C (vcvtps2ph rounds to nearest even as
+// f32_to_f16 does; only a NaN's payload bits may differ). With f16 as the fast paths' default KV
+// storage, the scalar conversion was ~4 % of a Phi-3.5-mini 512-token prefill.
+__attribute__((target("avx,f16c"))) void kv_f16_row_f16c(const float* x, uint16_t* out, int n) {
+  const __m256 lim = _mm256_set1_ps(65504.f), inf = _mm256_set1_ps(INFINITY), sign = _mm256_set1_ps(-0.f);
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 a = _mm256_loadu_ps(x + i);
+    const __m256 mag = _mm256_andnot_ps(sign, a);
+    // Finite and beyond f16's range (ordered compares: false for NaN) -> +-65504.
+    const __m256 big = _mm256_and_ps(_mm256_cmp_ps(mag, lim, _CMP_GT_OQ), _mm256_cmp_ps(mag, inf, _CMP_LT_OQ));
+    a = _mm256_blendv_ps(a, _mm256_or_ps(_mm256_and_ps(a, sign), lim), big);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  for (; i < n; i++) out[i] = kv_half(kF16, x[i]);
+}
+#endif
+
+// n values of x in a 16-bit store's element type.
+void kv_half_row(int dtype, const float* x, uint16_t* out, int n) {
+#if defined(MLX_KV_F16C)
+  static const bool f16c = detect_cpu().f16c;
+  if (dtype == kF16 && f16c) return kv_f16_row_f16c(x, out, n);
+#endif
+  for (int i = 0; i < n; i++) out[i] = kv_half(dtype, x[i]);
+}
+
 void write_row(const Store& s, int64_t slot, int h, const float* k, const float* v) {
   const int64_t t = tile_of(s, slot, h);
   const int ln = lane(slot);
+  if (s.dtype == kF32) {
+    for (int d = 0; d < s.D; d++) std::memcpy(s.k + ((t * s.D + d) * TK + ln) * 4, &k[d], 4);
+    std::memcpy(s.v + vrow_of(s, slot, h) * s.DV * 4, v, size_t(s.DV) * 4);
+    return;
+  }
   if (s.dtype != kQAffine) {
-    for (int d = 0; d < s.D; d++) {
-      const int64_t e = (t * s.D + d) * TK + ln;
-      if (s.dtype == kF32) std::memcpy(s.k + e * 4, &k[d], 4);
-      else {
-        const uint16_t hv = kv_half(s.dtype, k[d]);
-        std::memcpy(s.k + e * 2, &hv, 2);
-      }
+    // K goes to D strided elements (the tile is transposed): converted a piece at a time first.
+    uint16_t kh[256];
+    for (int d0 = 0; d0 < s.D; d0 += 256) {
+      const int n = std::min(256, s.D - d0);
+      kv_half_row(s.dtype, k + d0, kh, n);
+      for (int d = 0; d < n; d++) std::memcpy(s.k + ((t * s.D + d0 + d) * TK + ln) * 2, &kh[d], 2);
     }
-    const int64_t r = vrow_of(s, slot, h) * s.DV;
-    for (int d = 0; d < s.DV; d++) {
-      if (s.dtype == kF32) std::memcpy(s.v + (r + d) * 4, &v[d], 4);
-      else {
-        const uint16_t hv = kv_half(s.dtype, v[d]);
-        std::memcpy(s.v + (r + d) * 2, &hv, 2);
-      }
-    }
+    uint16_t* vrow = reinterpret_cast<uint16_t*>(s.v + vrow_of(s, slot, h) * s.DV * 2);
+    kv_half_row(s.dtype, v, vrow, s.DV);
     return;
   }
   uint8_t q[128];
