@@ -8,7 +8,7 @@ import { generateText, streamText } from 'ai';
 import Ajv from 'ajv';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadModel, loadTokenizer } from '@mlxcel/engine';
+import { defaultKvStorage, loadModel, loadTokenizer } from '@mlxcel/engine';
 import { chatChunkSchema, chatCompletionSchema, completionSchema, modelListSchema, modelSchema } from '../src/schemas.js';
 import { post, serve, sseEvents, type Served } from './helpers/serve.js';
 import { tinyModel } from './helpers/tiny-model.js';
@@ -202,10 +202,11 @@ describe('OpenAI conformance', () => {
     expect(l.token_logprobs![0]).toBeNull();
     expect(l.top_logprobs![0]).toBeNull();
     expect(r.choices[0]!.text.startsWith(prompt)).toBe(true);
-    // The reference: one forward pass over the prompt, log-softmax of each row.
+    // The reference: one forward pass over the prompt, log-softmax of each row, with the KV storage
+    // `mlxcel serve` runs by default (--matmul fast: an f16 cache).
     const loaded = await loadModel(tinyModel());
     const V = loaded.model.vocabSize;
-    const logits = loaded.model.forward([{ ids, state: loaded.model.newState() }], { logits: 'all' })[0]!;
+    const logits = loaded.model.forward([{ ids, state: loaded.model.newState({ kvCache: defaultKvStorage('fast') }) }], { logits: 'all' })[0]!;
     for (let t = 1; t < ids.length; t++) {
       const row = logits.subarray((t - 1) * V, t * V);
       let max = -Infinity, sum = 0;

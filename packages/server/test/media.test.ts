@@ -13,7 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { audioPrompt, generate, loadModel, type ChatMessage } from '@mlxcel/engine';
+import { audioPrompt, defaultKvStorage, generate, loadModel, type ChatMessage } from '@mlxcel/engine';
 import { SafetensorsFile } from '@mlxcel/tensor';
 import { makeGemma3nVisionDir, makeGemma4VisionDir } from '../../engine/test/helpers/vision-model.js';
 import { FIXTURES } from '../../engine/test/helpers/paths.js';
@@ -65,6 +65,10 @@ async function drain(g: AsyncIterable<{ text: string; token: number; logprob: nu
 }
 
 /** The server's per-token logprobs equal generate()'s within 1e-4 (the worker and this thread run the same kernels). */
+// The KV storage `mlxcel serve` runs by default (--matmul fast: an f16 cache): the in-process references
+// below use it too, so server and reference do the same arithmetic.
+const SERVE_KV = defaultKvStorage('fast');
+
 function expectLogprobsMatch(r: OpenAI.Chat.ChatCompletion, want: number[]): void {
   const got = r.choices[0]!.logprobs!.content!.map((c) => c.logprob);
   expect(got.length).toBe(want.length);
@@ -100,7 +104,7 @@ describe('image_url parts (Gemma 4 vision checkpoint)', () => {
     });
     const loaded = await loadModel(dir);
     const messages: ChatMessage[] = [{ role: 'user', content: [{ type: 'text', text: 'Describe.' }, { type: 'image', image: new Uint8Array(png) } as never] }];
-    const g = generate(loaded, messages, { temperature: 0, maxTokens: 6 });
+    const g = generate(loaded, messages, { temperature: 0, maxTokens: 6, kvCache: SERVE_KV });
     const { text, logprobs } = await drain(g);
     const stats = await g.stats;
     expect(r.choices[0]!.message.content).toBe(text);
@@ -191,7 +195,7 @@ describe('image_url parts (Gemma 3n vision checkpoint: MobileNetV5 tower, hard v
       messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${png.toString('base64')}` } }, { type: 'text', text: 'What is this?' }] }],
     });
     const loaded = await loadModel(dir);
-    const g = generate(loaded, [{ role: 'user', content: [{ type: 'image', image: new Uint8Array(png) } as never, { type: 'text', text: 'What is this?' }] }], { temperature: 0, maxTokens: 6 });
+    const g = generate(loaded, [{ role: 'user', content: [{ type: 'image', image: new Uint8Array(png) } as never, { type: 'text', text: 'What is this?' }] }], { temperature: 0, maxTokens: 6, kvCache: SERVE_KV });
     const { text, logprobs } = await drain(g);
     const stats = await g.stats;
     expect(r.usage!.prompt_tokens).toBe(stats.promptTokens);
@@ -234,7 +238,7 @@ describe('input_audio parts (Gemma 4 audio checkpoint)', () => {
     });
     const loaded = await loadModel(dir);
     const p = audioPrompt(loaded, new Uint8Array(clip), 'Describe this.');
-    const g = generate(loaded, p.ids, { temperature: 0, maxTokens: 5, embeddingOverrides: p.overrides });
+    const g = generate(loaded, p.ids, { temperature: 0, maxTokens: 5, embeddingOverrides: p.overrides, kvCache: SERVE_KV });
     const { logprobs } = await drain(g);
     expect(r.usage!.prompt_tokens).toBe(p.ids.length);
     expect(p.audioTokens).toBe(25);
