@@ -168,8 +168,9 @@ for (const bits of quants)
         llama: l, ours: o, bandwidth_gb_s: { min: Math.min(...bw), max: bwMax }, load_average: { min: Math.min(...load), max: Math.max(...load) },
         prefill_ratio: o && l ? o.prefill_tok_s / l.prefill_tok_s : null,
         decode_ratio: o && l ? o.decode_tok_s / l.decode_tok_s : null,
-        // Decode streams every weight once per token: the ceiling is bandwidth / bytes per token.
-        ours_decode_of_ceiling: o ? (o.decode_tok_s * o.weight_bytes) / 1e9 / bwMax : null,
+        // Decode streams every weight once per token and reads the KV of every position it attends: the
+        // ceiling is bandwidth / (weight bytes + the measured steps' average KV bytes) per token.
+        ours_decode_of_ceiling: o ? (o.decode_tok_s * (o.weight_bytes + (o.kv_read_bytes_per_token ?? 0))) / 1e9 / bwMax : null,
       });
     }
   }
@@ -179,7 +180,7 @@ else {
   const mib = (b) => (b / 2 ** 20).toFixed(0);
   console.log(`mlxcel (--matmul ${matmul}, KV ${kvCache ?? 'default: f16, f32 with --matmul exact'}) vs llama.cpp (node-llama-cpp ${LLAMA_VERSION}, prebuilt CPU, KV ${llamaKv}), ${threads} threads, prompt ${prompt}, gen ${gen}, warm-up ${warmup} tokens, best of ${reps}; ratios = ours / llama.cpp`);
   const col = matmuls.length > 1; // a column for our precision when there is more than one
-  console.log(`| model | quant |${col ? ' ours --matmul |' : ''} layers | prefill tok/s llama.cpp / ours | ratio | decode tok/s llama.cpp / ours | ratio | ours decode / bandwidth ceiling | peak RSS MiB llama.cpp / ours | bandwidth GB/s | load avg |`);
+  console.log(`| model | quant |${col ? ' ours --matmul |' : ''} layers | prefill tok/s llama.cpp / ours | ratio | decode tok/s llama.cpp / ours | ratio | ours decode / bandwidth ceiling (weights + KV) | peak RSS MiB llama.cpp / ours | bandwidth GB/s | load avg |`);
   console.log(`|---|---|${col ? '---|' : ''}---|---|---|---|---|---|---|---|---|`);
   for (const r of rows) {
     if (r.error) {

@@ -47,7 +47,7 @@ async function ours(key, bits, layers, prompt, gen, matmul, warmup, kvCache) {
   const model = architectureFor(ck.config).load(ck);
   // runBench's own prompt (random ids) and warm-up; the same lengths as the llama.cpp run.
   const r = runBench(model, ck.model.label, prompt, gen, kvCache || undefined, false, warmup);
-  return { prefill_tok_s: r.prefill_tok_s, decode_tok_s: r.decode_tok_s, weight_bytes: r.weight_bytes, peak_rss_bytes: r.peak_rss_bytes, threads: r.threads, isa: r.isa, layers: model.numLayers, weight_memory: r.weight_memory, kv_cache: r.kv_cache };
+  return { prefill_tok_s: r.prefill_tok_s, decode_tok_s: r.decode_tok_s, weight_bytes: r.weight_bytes, kv_read_bytes_per_token: r.kv_read_bytes_per_token, peak_rss_bytes: r.peak_rss_bytes, threads: r.threads, isa: r.isa, layers: model.numLayers, weight_memory: r.weight_memory, kv_cache: r.kv_cache };
 }
 
 async function llama(path, prompt, gen, threads, warmup, kvType = 'F16') {

@@ -18,4 +18,4 @@ export {
   PrefixPool, PrefixTrack, layerLayout, prefixNamespace,
   type LayerLayout, type PrefixBlock, type PrefixRoot, type PrefixHit, type PrefixPoolOptions, type PrefixPoolStats,
 } from './prefix-pool.js';
-export { kvBytesFor } from './kv-bytes.js';
+export { kvBytesFor, kvBytesReadPerStep } from './kv-bytes.js';

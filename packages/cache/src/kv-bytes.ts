@@ -5,6 +5,7 @@
  */
 import { KvCacheBase } from './base.js';
 import { RotatingCache } from './rotating.js';
+import { SharedCache } from './shared.js';
 import { slotBytes } from './store.js';
 import type { LayerCache } from './types.js';
 
@@ -18,6 +19,24 @@ export function kvBytesFor(caches: readonly LayerCache[], tokens: number, prefil
     const per = slotBytes(c.format, c.nKvHeads, c.headDim, c.vDim);
     const slots = c instanceof RotatingCache ? Math.min(steps(tokens), steps(c.window - 1 + Math.max(1, prefillChunk))) : steps(tokens);
     total += per * slots;
+  }
+  return total;
+}
+
+/**
+ * The KV bytes one decode step reads when the sequence holds `positions` positions: every layer's
+ * attention reads the K and V of the positions it sees (a ring at most its window, a KV-shared layer
+ * its owner's cache, read again), in its storage format. Used with the weight bytes per token for a
+ * decode step's read-bandwidth ceiling (`mlxcel bench`, `pnpm bench peers`).
+ */
+export function kvBytesReadPerStep(caches: readonly LayerCache[], positions: number): number {
+  let total = 0;
+  for (const layer of caches) {
+    let c: LayerCache = layer;
+    while (c instanceof SharedCache) c = c.owner;
+    if (!(c instanceof KvCacheBase)) continue;
+    const seen = c instanceof RotatingCache ? Math.min(positions, c.window) : positions;
+    total += slotBytes(c.format, c.nKvHeads, c.headDim, c.vDim) * Math.max(0, seen);
   }
   return total;
 }

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
-  ContiguousCache, createLayerCache, QuantizedCache, RotatingCache, SharedCache, type KvStorage, type LayerCache,
+  ContiguousCache, createLayerCache, kvBytesReadPerStep, QuantizedCache, RotatingCache, SharedCache, type KvStorage, type LayerCache,
 } from '../src/index.js';
 import { bitsEqual, randArray, relErr } from './helpers.js';
 
@@ -39,6 +39,23 @@ const KINDS: [string, () => LayerCache, number][] = [
   ['rotating f16 (window 33)', () => new RotatingCache(H, D, 33, D, { dtype: 'f16' }), 33],
   ['rotating k8v4 (window 50)', () => new RotatingCache(H, D, 50, D, { dtype: 'k8v4' }), 50],
 ];
+
+describe('kvBytesReadPerStep', () => {
+  it('counts the positions each layer attends, in its storage; a ring at most its window; a shared layer its owner again', () => {
+    const full = new ContiguousCache(H, D); // f32: 2 * H * D * 4 bytes per position
+    const half = new ContiguousCache(H, D, D, { dtype: 'f16' });
+    const ring = new RotatingCache(H, D, 40, D, { dtype: 'f16' });
+    const shared = new SharedCache(ring);
+    const per32 = 2 * H * D * 4, per16 = 2 * H * D * 2;
+    expect(kvBytesReadPerStep([full], 100)).toBe(100 * per32);
+    expect(kvBytesReadPerStep([half], 100)).toBe(100 * per16);
+    expect(kvBytesReadPerStep([ring], 30)).toBe(30 * per16);
+    expect(kvBytesReadPerStep([ring], 100)).toBe(40 * per16);
+    expect(kvBytesReadPerStep([full, ring, shared], 100)).toBe(100 * per32 + 2 * 40 * per16);
+    expect(kvBytesReadPerStep([new QuantizedCache(H, D)], 10)).toBeGreaterThan(0);
+    expect(kvBytesReadPerStep([], 10)).toBe(0);
+  });
+});
 
 describe('preallocate', () => {
   for (const [name, make, window] of KINDS)

@@ -11,7 +11,7 @@ export { StopMatcher } from './stop.js';
 export { defaultKvStorage, type KvStorageDefault } from './kv-default.js';
 export { TokenEmitter } from './token-emitter.js';
 export { BatchScheduler, BatchedGeneration, defaultKvBudgetBytes, type SchedulerOptions } from './batch.js';
-export { PrefixCache, prefixIneligible, preallocateKv, releaseKv, DEFAULT_PREFIX_BLOCK, DEFAULT_PREFIX_CHUNK, type PrefixUse } from './prefix.js';
+export { PrefixCache, prefixIneligible, preallocateKv, releaseKv, kvReadBytesPerStep, DEFAULT_PREFIX_BLOCK, DEFAULT_PREFIX_CHUNK, type PrefixUse } from './prefix.js';
 export { traceModel, writeTrace, compareTraces, perplexity, type TraceOptions, type TraceResult, type TraceComparison, type TensorComparison } from './trace.js';
 export { randomModel, randomCheckpoint, shrinkLayers, ensureDemoModel, defaultCacheDir, type RandomModelOptions } from './random.js';
 export { audioChatPrompt, audioClip, audioModelOf, audioPrompt, traceAudio, type AudioPrompt } from './audio.js';

@@ -17,7 +17,7 @@
  * (kind, KV storage kind, geometry, window, KV sharing) and the RoPE regime its keys are rotated with
  * at the prompt's length (Phi LongRoPE switches tables past original_max_position_embeddings).
  */
-import { configHash, KvCacheBase, kvBuffers, layerLayout, prefixNamespace, PrefixPool, type PrefixHit, type PrefixTrack } from '@mlxcel/cache';
+import { configHash, KvCacheBase, kvBuffers, kvBytesReadPerStep, layerLayout, prefixNamespace, PrefixPool, type PrefixHit, type PrefixTrack } from '@mlxcel/cache';
 import { asPrefixReusable, type PrefixReusableState } from '@mlxcel/models-core';
 import type { SequenceState } from '@mlxcel/tensor';
 import type { LoadedModel } from './load.js';
@@ -66,6 +66,15 @@ export function preallocateKv(state: SequenceState, tokens: number): number {
   for (const c of asPrefixReusable(state)?.caches ?? []) if (c instanceof KvCacheBase) bytes += c.preallocate(tokens);
   kvBuffers.setLimit(Math.max(kvBuffers.limitBytes, kvBuffers.heldBytes + bytes));
   return bytes;
+}
+
+/**
+ * KV bytes one decode step of `state` reads at `positions` cached positions (@mlxcel/cache
+ * kvBytesReadPerStep over its layer caches); 0 for a model whose state does not expose its caches.
+ */
+export function kvReadBytesPerStep(state: SequenceState, positions: number): number {
+  const caches = asPrefixReusable(state)?.caches;
+  return caches ? kvBytesReadPerStep(caches, positions) : 0;
 }
 
 /** What a request got from the prefix cache. */

@@ -5,7 +5,7 @@
  */
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { BatchScheduler, DEFAULT_PREFILL_CHUNK, defaultKvStorage, preallocateKv, prefill, randomModel, readJson, releaseKv, type LoadedModel } from '@mlxcel/engine';
+import { BatchScheduler, DEFAULT_PREFILL_CHUNK, defaultKvStorage, kvReadBytesPerStep, preallocateKv, prefill, randomModel, readJson, releaseKv, type LoadedModel } from '@mlxcel/engine';
 import { ops, weightArena, weightLayout, weightPlacement, type LanguageModel } from '@mlxcel/tensor';
 import { cpuInfo, matmulPrecision, startProfile, stopProfile, type OpProfile } from '@mlxcel/core-native';
 import { UsageError } from '../errors.js';
@@ -34,6 +34,11 @@ export interface BenchResult {
   weight_tiled_bytes: number;
   /** KV cache storage the run used (--kv-cache, else defaultKvStorage of the matmul precision). */
   kv_cache: string;
+  /**
+   * KV bytes a measured decode step read, on average (every layer's attention over the positions it
+   * sees, in the cache's storage): with weight_bytes, what one decode token reads from memory.
+   */
+  kv_read_bytes_per_token: number;
   /** With `profile`: native time per op kind in the measured prefill and decode (wall ms alongside). */
   profile?: { prefill: OpProfile; prefill_ms: number; decode: OpProfile; decode_ms: number };
 }
@@ -88,6 +93,9 @@ export function runBench(
   }
   const t2 = performance.now();
   const decodeOps = profile ? stopProfile() : undefined;
+  // Decode step i (1 .. genTokens - 1) attends over promptTokens + i positions.
+  let kvRead = 0;
+  for (let i = 1; i < genTokens; i++) kvRead += kvReadBytesPerStep(state, promptTokens + i);
   const info0 = cpuInfo();
   return {
     model: name,
@@ -105,6 +113,7 @@ export function runBench(
     weight_layout: weightLayout(),
     weight_tiled_bytes: weightArena.tiledBytes,
     kv_cache: kvCache,
+    kv_read_bytes_per_token: genTokens > 1 ? kvRead / (genTokens - 1) : 0,
     ...(prefillOps && decodeOps ? { profile: { prefill: prefillOps, prefill_ms: t1 - t0, decode: decodeOps, decode_ms: t2 - tFirst } } : {}),
   };
 }
@@ -228,7 +237,7 @@ export function registerBench(program: Command): void {
         info(
           `${r.model}\nprefill ${r.prefill_tok_s.toFixed(1)} tok/s (${r.prompt_tokens} tokens) | decode ${r.decode_tok_s.toFixed(2)} tok/s ` +
             `(${r.gen_tokens} tokens) | TTFT ${r.ttft_ms.toFixed(0)} ms | peak RSS ${formatBytes(r.peak_rss_bytes)} | ` +
-            `weights ${formatBytes(r.weight_bytes)} | ${r.threads} threads, ${r.isa}, --matmul ${r.matmul}, --weight-memory ${r.weight_memory}, --weight-layout ${r.weight_layout} (${formatBytes(r.weight_tiled_bytes)} in tiles), --kv-cache ${r.kv_cache}`,
+            `weights ${formatBytes(r.weight_bytes)} + KV ${formatBytes(r.kv_read_bytes_per_token)} read per token | ${r.threads} threads, ${r.isa}, --matmul ${r.matmul}, --weight-memory ${r.weight_memory}, --weight-layout ${r.weight_layout} (${formatBytes(r.weight_tiled_bytes)} in tiles), --kv-cache ${r.kv_cache}`,
         );
       if (!o.json && r.profile) info(profileTable(r.profile, r.gen_tokens));
     });
