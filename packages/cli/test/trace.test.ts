@@ -62,7 +62,7 @@ describe('mlxcel trace on the reference fixtures', () => {
     }
     const bad = await mlxcel(['trace', '--model', dir, '--ids', '1,2', '--kv-cache', 'q3', '--out', join(out, 'bad.safetensors')]);
     expect(bad.code).not.toBe(0);
-    expect(bad.stderr).toMatch(/q3.*f32, f16, bf16, q8, k8v4/);
+    expect(bad.stderr).toMatch(/--kv-cache must be one of f32, f16, bf16, q8, k8v4, got "q3"/);
   });
 
   it('trace compare prints per-tensor differences', async () => {

@@ -8,7 +8,7 @@ export {
   type Session, type PromptPrefillOptions,
 } from './session.js';
 export { StopMatcher } from './stop.js';
-export { defaultKvStorage, type KvStorageDefault } from './kv-default.js';
+export { defaultKvStorage, KV_STORAGES, type KvStorageDefault } from './kv-default.js';
 export { TokenEmitter } from './token-emitter.js';
 export { BatchScheduler, BatchedGeneration, defaultKvBudgetBytes, type SchedulerOptions } from './batch.js';
 export { PrefixCache, prefixIneligible, preallocateKv, releaseKv, kvReadBytesPerStep, DEFAULT_PREFIX_BLOCK, DEFAULT_PREFIX_CHUNK, type PrefixUse } from './prefix.js';

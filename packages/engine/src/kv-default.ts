@@ -12,6 +12,9 @@
  */
 export type KvStorageDefault = 'f32' | 'f16';
 
+/** Every KV storage a state can ask for (@mlxcel/cache), for callers that validate a user's choice. */
+export { KV_STORAGES } from '@mlxcel/cache';
+
 export function defaultKvStorage(matmulPrecision: string): KvStorageDefault {
   return matmulPrecision === 'exact' ? 'f32' : 'f16';
 }

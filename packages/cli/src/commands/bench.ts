@@ -9,7 +9,7 @@ import { BatchScheduler, DEFAULT_PREFILL_CHUNK, defaultKvStorage, kvReadBytesPer
 import { ops, weightArena, weightLayout, weightPlacement, type LanguageModel } from '@mlxcel/tensor';
 import { cpuInfo, matmulPrecision, startProfile, stopProfile, type OpProfile } from '@mlxcel/core-native';
 import { UsageError } from '../errors.js';
-import { int, quantFlag } from '../parse.js';
+import { int, kvCacheFlag, quantFlag } from '../parse.js';
 import { formatBytes, info } from '../ui/output.js';
 import { openModel } from './model-arg.js';
 import { addMatmulFlag, applyMatmulPrecision } from '../matmul-precision.js';
@@ -195,7 +195,7 @@ export function registerBench(program: Command): void {
     .option('--prompt-tokens <n>', 'prompt length', int('--prompt-tokens', 1), 128)
     .option('--warmup-tokens <n>', 'warm-up prompt length (the prompt length: measure the steady state after a first long prompt)', int('--warmup-tokens', 1), 16)
     .option('--gen-tokens <n>', 'tokens to generate', int('--gen-tokens', 1), 32)
-    .option('--kv-cache <kind>', 'KV cache storage: f32, f16, bf16, q8, k8v4 (default: f16, or f32 with --matmul exact)')
+    .option('--kv-cache <kind>', 'KV cache storage: f32, f16, bf16, q8, k8v4 (default: f16, or f32 with --matmul exact)', kvCacheFlag)
     .option('--concurrency <n>', 'run n requests together through the continuous-batching scheduler (as mlxcel serve does)', int('--concurrency', 1, 256), 1)
     .option('--profile', 'also print native time per op kind in the measured prefill and decode')
     .option('--json', 'print the result as JSON');

@@ -10,7 +10,7 @@ import type { Command } from 'commander';
 import { compareTraces, loadModel, traceAudio, traceImages, traceModel, writeTrace, type TraceOptions } from '@mlxcel/engine';
 import { SafetensorsFile, toTokenIds, writeSafetensors, type Tensor } from '@mlxcel/tensor';
 import { UsageError } from '../errors.js';
-import { collect, idList, int, num } from '../parse.js';
+import { collect, idList, int, kvCacheFlag, num } from '../parse.js';
 import { info } from '../ui/output.js';
 import { addMatmulFlag, applyMatmulPrecision } from '../matmul-precision.js';
 
@@ -25,7 +25,7 @@ export function registerTrace(program: Command): void {
     .option('--ids-file <file>', 'safetensors file with an `input_ids` tensor')
     .option('--chunk <k>', 'prefill in chunks of k tokens', int('--chunk', 1))
     .option('--decode <n>', 'greedy continuation length', int('--decode', 1))
-    .option('--kv-cache <kind>', 'KV cache storage kind')
+    .option('--kv-cache <kind>', 'KV cache storage: f32 | f16 | bf16 | q8 | k8v4 (default f32)', kvCacheFlag)
     .option('--dump-layers', 'also write `embeddings` and `hidden_states.<layer>` F32 [T, hidden] of the prompt forward')
     .option('--waveform <file>', 'safetensors with a `waveform` tensor (audio models)')
     .option('--image <file>', 'image whose soft tokens fill the next placeholder run of the ids (repeatable, in order)', collect, [])
