@@ -1,12 +1,5 @@
 /** Flag value parsers: each rejects bad input with a message naming the flag. */
-import { KV_STORAGES } from '@mlxcel/engine';
 import { UsageError } from './errors.js';
-
-/** `--kv-cache`: one of the KV storages (@mlxcel/cache KV_STORAGES). */
-export function kvCacheFlag(v: string): string {
-  if (!(KV_STORAGES as readonly string[]).includes(v)) throw new UsageError(`--kv-cache must be one of ${KV_STORAGES.join(', ')}, got "${v}"`);
-  return v;
-}
 
 export function int(flag: string, min = 0, max = Number.MAX_SAFE_INTEGER) {
   return (v: string): number => {

@@ -5,7 +5,8 @@
  */
 import type { Command } from 'commander';
 import { generateOptionsFromRequest, type GenerateOptions } from '@mlxcel/engine';
-import { collect, int, kvCacheFlag, logitBias, num } from './parse.js';
+import { collect, int, logitBias, num } from './parse.js';
+import { KV_CACHE_HELP, kvCacheFlag, kvCacheFor } from './kv-cache-flag.js';
 
 /** The request field behind each sampling flag (flag names appear in the mapper's errors). */
 const FLAG_OF_FIELD: Record<string, string> = {
@@ -27,7 +28,7 @@ export function addSamplingFlags(cmd: Command): Command {
     .option('--logit-bias <list>', 'additive bias per id, e.g. 13=-5,29871=2', logitBias)
     .option('--seed <n>', 'random seed (same seed, same tokens)', int('--seed', 0, 2 ** 32 - 1))
     .option('--stop <text>', 'stop string (repeatable)', collect, [])
-    .option('--kv-cache <kind>', 'KV cache storage: f32 | f16 | bf16 | q8 | k8v4 (default: f16 on the fast matmul paths, f32 on the exact one: chat, --matmul exact)', kvCacheFlag)
+    .option('--kv-cache <kind>', KV_CACHE_HELP, kvCacheFlag)
     .option('--prefill-chunk <n>', 'prefill chunk size in tokens (0 = whole prompt)', int('--prefill-chunk', 0));
 }
 
@@ -41,5 +42,5 @@ export function samplingOptions(o: Record<string, unknown>): GenerateOptions {
     },
     (field) => FLAG_OF_FIELD[field] ?? field,
   );
-  return { ...sampling, kvCache: o.kvCache as string | undefined, prefillChunk: o.prefillChunk as number | undefined };
+  return { ...sampling, kvCache: kvCacheFor(o.kvCache), prefillChunk: o.prefillChunk as number | undefined };
 }

@@ -5,11 +5,12 @@
  */
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { BatchScheduler, DEFAULT_PREFILL_CHUNK, defaultKvStorage, kvReadBytesPerStep, preallocateKv, prefill, randomModel, readJson, releaseKv, type LoadedModel } from '@mlxcel/engine';
+import { BatchScheduler, DEFAULT_PREFILL_CHUNK, kvReadBytesPerStep, preallocateKv, prefill, randomModel, readJson, releaseKv, type LoadedModel } from '@mlxcel/engine';
 import { ops, weightArena, weightLayout, weightPlacement, type LanguageModel } from '@mlxcel/tensor';
 import { cpuInfo, matmulPrecision, startProfile, stopProfile, type OpProfile } from '@mlxcel/core-native';
 import { UsageError } from '../errors.js';
-import { int, kvCacheFlag, quantFlag } from '../parse.js';
+import { int, quantFlag } from '../parse.js';
+import { KV_CACHE_HELP, kvCacheFlag, kvCacheFor } from '../kv-cache-flag.js';
 import { formatBytes, info } from '../ui/output.js';
 import { openModel } from './model-arg.js';
 import { addMatmulFlag, applyMatmulPrecision } from '../matmul-precision.js';
@@ -62,7 +63,7 @@ function randomIds(n: number, vocab: number, seed: number): Int32Array {
 export function runBench(
   model: LanguageModel, name: string, promptTokens: number, genTokens: number, kvCacheOpt?: string, profile = false, warmupTokens = 16,
 ): BenchResult {
-  const kvCache = kvCacheOpt ?? defaultKvStorage(matmulPrecision());
+  const kvCache = kvCacheFor(kvCacheOpt);
   const chunk = model.prefillChunk === null ? 0 : model.prefillChunk || DEFAULT_PREFILL_CHUNK;
   const V = model.vocabSize;
   // Warm-up: touches every weight page and JIT-compiles the JS paths.
@@ -158,7 +159,7 @@ export interface BatchBenchResult {
 export async function runBatchBench(
   model: LanguageModel, name: string, promptTokens: number, genTokens: number, concurrency: number, kvCacheOpt?: string,
 ): Promise<BatchBenchResult> {
-  const kvCache = kvCacheOpt ?? defaultKvStorage(matmulPrecision());
+  const kvCache = kvCacheFor(kvCacheOpt);
   const loaded: LoadedModel = { dir: name, config: {}, model, tokenizer: null, chatTemplate: null, eosIds: [], generationConfig: {} };
   const V = model.vocabSize;
   const round = async (gen: number) => {
@@ -195,7 +196,7 @@ export function registerBench(program: Command): void {
     .option('--prompt-tokens <n>', 'prompt length', int('--prompt-tokens', 1), 128)
     .option('--warmup-tokens <n>', 'warm-up prompt length (the prompt length: measure the steady state after a first long prompt)', int('--warmup-tokens', 1), 16)
     .option('--gen-tokens <n>', 'tokens to generate', int('--gen-tokens', 1), 32)
-    .option('--kv-cache <kind>', 'KV cache storage: f32, f16, bf16, q8, k8v4 (default: f16, or f32 with --matmul exact)', kvCacheFlag)
+    .option('--kv-cache <kind>', KV_CACHE_HELP, kvCacheFlag)
     .option('--concurrency <n>', 'run n requests together through the continuous-batching scheduler (as mlxcel serve does)', int('--concurrency', 1, 256), 1)
     .option('--profile', 'also print native time per op kind in the measured prefill and decode')
     .option('--json', 'print the result as JSON');

@@ -1,8 +1,7 @@
 /** mlxcel generate: one prompt in, streamed text out (or one JSON object with --json). */
 import { readRegularFile } from '@mlxcel/tensor';
 import type { Command } from 'commander';
-import { audioPrompt, defaultKvStorage, generate, type GenerateOptions, type GenerationStats } from '@mlxcel/engine';
-import { matmulPrecision } from '@mlxcel/core-native';
+import { audioPrompt, generate, type GenerateOptions, type GenerationStats } from '@mlxcel/engine';
 import { UsageError } from '../errors.js';
 import { collect, int } from '../parse.js';
 import { addSamplingFlags, samplingOptions } from '../sampling.js';
@@ -61,11 +60,7 @@ export function registerGenerate(program: Command): void {
     }
     const constraint = constraintFlags(o);
     const loaded = await openModel(o as never);
-    const opts = {
-      ...samplingOptions(o), system: o.system as string | undefined, noChatTemplate: o.chatTemplate === false,
-      // --kv-cache (a sampling flag) or the precision's default: f16 on the fast paths, f32 with --matmul exact.
-      kvCache: (o.kvCache as string | undefined) ?? defaultKvStorage(matmulPrecision()),
-    };
+    const opts = { ...samplingOptions(o), system: o.system as string | undefined, noChatTemplate: o.chatTemplate === false };
     let input: Parameters<typeof generate>[1] = prompt;
     let overrides;
     const images = o.image as string[];

@@ -1,11 +1,11 @@
 /** mlxcel serve: the OpenAI-compatible server from @mlxcel/server, with graceful shutdown on SIGTERM / SIGINT. */
 import { statSync } from 'node:fs';
 import type { Command } from 'commander';
-import { defaultKvStorage, ensureDemoModel } from '@mlxcel/engine';
-import { matmulPrecision } from '@mlxcel/core-native';
+import { ensureDemoModel } from '@mlxcel/engine';
 import { startServer, type DownloadProgress } from '@mlxcel/server';
 import { UsageError } from '../errors.js';
-import { int, kvCacheFlag, mebibytes, num } from '../parse.js';
+import { int, mebibytes, num } from '../parse.js';
+import { KV_CACHE_HELP, kvCacheFlag, kvCacheFor } from '../kv-cache-flag.js';
 import { info, Progress, yellow } from '../ui/output.js';
 import { addMatmulFlag, applyMatmulPrecision } from '../matmul-precision.js';
 import { addWeightMemoryFlag, applyWeightMemory } from '../weight-memory-flag.js';
@@ -43,7 +43,7 @@ export function registerServe(program: Command): void {
     .option('--log-level <level>', 'pino log level: fatal, error, warn, info, debug, trace, silent', 'info')
     .option('--no-webui', 'do not serve the chat web page on GET /')
     .option('--chat-template <file>', 'use this Jinja chat template instead of the model\'s')
-    .option('--kv-cache <kind>', 'KV cache storage: f32, f16, bf16, q8, k8v4 (default: f16, or f32 with --matmul exact)', kvCacheFlag)
+    .option('--kv-cache <kind>', KV_CACHE_HELP, kvCacheFlag)
     .option('--max-body-bytes <n>', 'largest request body', int('--max-body-bytes', 1024), 16 * 1024 * 1024)
     .option('--allow-local-files <dir>', 'let image_url parts name files (a path or file: URL) inside this folder; regular files only, symlinks must stay inside (default: data: URLs only; remote URLs are never fetched)')
     .option('--kv-budget <MiB>', 'KV memory for the running sequences and the prefix cache together; a request waits until its KV need (prompt + max_tokens) fits (default: half the available memory)', mebibytes('--kv-budget'))
@@ -78,7 +78,7 @@ export function registerServe(program: Command): void {
         maxBodyBytes: o.maxBodyBytes as number,
         webui: o.webui !== false,
         chatTemplateFile: o.chatTemplate as string | undefined,
-        kvCache: (o.kvCache as string | undefined) ?? defaultKvStorage(matmulPrecision()),
+        kvCache: kvCacheFor(o.kvCache),
         allowLocalFiles: o.allowLocalFiles === undefined ? undefined : localFilesDir(o.allowLocalFiles as string),
         kvBudgetMiB: o.kvBudget as number | undefined,
         prefixCache: o.prefixCache !== false,

@@ -10,7 +10,8 @@ import type { Command } from 'commander';
 import { compareTraces, loadModel, traceAudio, traceImages, traceModel, writeTrace, type TraceOptions } from '@mlxcel/engine';
 import { SafetensorsFile, toTokenIds, writeSafetensors, type Tensor } from '@mlxcel/tensor';
 import { UsageError } from '../errors.js';
-import { collect, idList, int, kvCacheFlag, num } from '../parse.js';
+import { collect, idList, int, num } from '../parse.js';
+import { kvCacheFlag } from '../kv-cache-flag.js';
 import { info } from '../ui/output.js';
 import { addMatmulFlag, applyMatmulPrecision } from '../matmul-precision.js';
 
