@@ -3,10 +3,13 @@
 // bandwidth measured in the same run, and prefill attention GFLOP/s.
 //
 //   node packages/cache/bench/attention.mjs [--threads N] [--isa NAME] [--runs R] [--quick] [--json]
+//     [--kv-heads 8] [--group 8] [--head-dims 128,256] [--contexts 4096,16384] [--storages f16,q8,k8v4] [--no-prefill]
+// (--kv-heads 32 --group 1 --head-dims 96: Phi-3.5-mini's multi-head attention; --kv-heads 2 --group 4
+// --head-dims 256: Gemma 3n E2B's.)
 //
 // Read bandwidth: core-native streamSum over a 1 GiB buffer on all pool threads (as bench kernels).
-// Decode: one query row, 8 query heads per KV head (8 KV heads, 64 query heads), head_dim 128 and 256,
-// contexts 4096 and 16384. Each configuration builds enough caches (one per "layer") that one pass
+// Decode: one query row, by default 8 query heads per KV head (8 KV heads, 64 query heads), head_dim 128
+// and 256, contexts 4096 and 16384. Each configuration builds enough caches (one per "layer") that one pass
 // touches >= 512 MiB, far beyond the last-level cache, and times a pass over all of them, so every call
 // streams its KV from DRAM. KV bytes = every byte the kernel must read: codes, scales and biases.
 // Prefill: 2048 tokens, causal, 32 query heads over 8 KV heads, head_dim 128; GFLOP/s counts the
@@ -71,8 +74,13 @@ log(`@mlxcel/cache attention bench — ${info.isa}, ${threads} threads (${info.p
 log(`read bandwidth (streamSum, 1 GiB): ${bandwidth.toFixed(1)} GB/s`);
 log('');
 
-const KV_HEADS = 8, GROUP = 8;
-const STORAGES = ['f16', 'q8', 'k8v4'];
+const list = (name, dflt) => String(opt(name, dflt)).split(',').filter(Boolean);
+const KV_HEADS = Number(opt('kv-heads', 8)), GROUP = Number(opt('group', 8));
+const HEAD_DIMS = list('head-dims', '128,256').map(Number);
+const CONTEXTS = list('contexts', quick ? '4096' : '4096,16384').map(Number);
+const STORAGES = list('storages', 'f16,q8,k8v4');
+for (const [name, v] of [['kv-heads', KV_HEADS], ['group', GROUP], ...HEAD_DIMS.map((d) => ['head-dims', d]), ...CONTEXTS.map((c) => ['contexts', c])])
+  if (!Number.isInteger(v) || v < 1) throw new Error(`--${name} must be positive integers, got ${opt(name)}`);
 const results = { isa: info.isa, threads, bandwidthGBs: bandwidth, decode: [], prefill: null };
 
 /** A cache of `ctx` random tokens (written in chunks so the f32 source stays small). */
@@ -95,10 +103,10 @@ function bytesPerSlot(storage, D) {
   return KV_HEADS * (D + (D * f.vBits) / 8 + 8 * (2 * D / f.groupSize));
 }
 
-log('decode attention (1 query row, 64 query heads over 8 KV heads):');
+log(`decode attention (1 query row, ${KV_HEADS * GROUP} query heads over ${KV_HEADS} KV heads):`);
 log('  ctx     hd   storage   time/layer   KV GB/s   of read bw   vs f16');
-for (const D of [128, 256]) {
-  for (const ctx of quick ? [4096] : [4096, 16384]) {
+for (const D of HEAD_DIMS) {
+  for (const ctx of CONTEXTS) {
     let f16Time = 0;
     for (const storage of STORAGES) {
       const perLayer = bytesPerSlot(storage, D) * ctx;
@@ -112,7 +120,7 @@ for (const D of [128, 256]) {
       const t = timeIt(() => {
         for (const c of caches) c.attend(q, 1, KV_HEADS * GROUP, qPos, opts);
       }) / layers;
-      if (storage === 'f16') f16Time = t;
+      if (storage === 'f16' || !f16Time) f16Time = t;
       const gbs = perLayer / t / 1e9;
       results.decode.push({ ctx, headDim: D, storage, layerSeconds: t, kvGBs: gbs, fractionOfBandwidth: gbs / bandwidth, vsF16: t / f16Time });
       log(`  ${String(ctx).padEnd(7)} ${String(D).padEnd(4)} ${storage.padEnd(9)} ${(t * 1e3).toFixed(3).padStart(8)} ms ${gbs.toFixed(1).padStart(8)} ${(100 * gbs / bandwidth).toFixed(1).padStart(10)} % ${(t / f16Time).toFixed(2).padStart(7)}x`);
@@ -122,7 +130,7 @@ for (const D of [128, 256]) {
 }
 
 // --- prefill ------------------------------------------------------------------------------------
-{
+if (!args.includes('--no-prefill')) {
   const T = quick ? 1024 : 2048, D = 128, nH = 32;
   const c = cache.createLayerCache({ nKvHeads: KV_HEADS, headDim: D }, 'f32');
   const k = new Float32Array(T * KV_HEADS * D), v = new Float32Array(T * KV_HEADS * D), q = new Float32Array(T * nH * D);
