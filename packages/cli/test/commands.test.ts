@@ -106,6 +106,20 @@ describe('bench --random', () => {
     expect(bad.stderr).toMatch(/--weight-layout must be "auto" or "rows", got "tiles"/);
   });
 
+  it('--profile-shapes splits the matmul time by weight shape; --profile with --concurrency is a usage error', async () => {
+    const r = await mlxcel(['bench', '--random', join(FIXTURES, 'configs', 'Phi-3.5-mini-instruct.json'), '--layers', '1', '--quantize', 'q4', '--prompt-tokens', '20', '--gen-tokens', '3', '--profile-shapes', '--json'], { timeoutMs: 300_000 });
+    expect(r.code).toBe(0);
+    const j = JSON.parse(r.stdout);
+    // Phi-3.5-mini: hidden 3072, qkv_proj [9216 x 3072], gate_up_proj [16384 x 3072], down_proj [3072 x 8192].
+    expect(j.profile.prefill['matmul (GEMM, M > 16) [9216 x 3072]'].calls).toBe(1);
+    expect(j.profile.decode['matmul (GEMV, M <= 16) [16384 x 3072]'].calls).toBe(2);
+    expect(j.profile.decode['matmul (GEMV, M <= 16) [3072 x 8192]'].calls).toBe(2);
+    expect(j.profile.decode['matmul (GEMV, M <= 16)']).toBeUndefined();
+    const bad = await mlxcel(['bench', '--random', join(FIXTURES, 'configs', 'Phi-3.5-mini-instruct.json'), '--profile', '--concurrency', '2']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/--profile measures one stream: drop --concurrency/);
+  });
+
   it('--concurrency runs requests together through the batching scheduler', async () => {
     const r = await mlxcel(['bench', '--random', join(FIXTURES, 'configs', 'Phi-3.5-mini-instruct.json'), '--layers', '1', '--quantize', 'q4', '--prompt-tokens', '6', '--gen-tokens', '4', '--concurrency', '3', '--json'], { timeoutMs: 300_000 });
     expect(r.stderr).toBe('');

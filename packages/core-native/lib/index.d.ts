@@ -263,7 +263,12 @@ export default native;
 
 /** Native time per op kind since startProfile (matmul split into GEMV, M <= 16, and GEMM). */
 export interface OpProfile { [kind: string]: { calls: number; ms: number } }
+/** Options of startProfile. */
+export interface ProfileOptions {
+  /** Split each matmul kind by the weight's shape too: keys like `matmul (GEMV, M <= 16) [8192 x 2048]`. */
+  matmulShapes?: boolean;
+}
 /** Starts timing every kernel call (clears earlier counts). Costs nothing measurable while off. */
-export declare function startProfile(): void;
+export declare function startProfile(options?: ProfileOptions): void;
 /** Stops timing and returns the per-kind totals, largest first. */
 export declare function stopProfile(): OpProfile;

@@ -2,11 +2,19 @@
 // Per-op-kind timing of the native kernels (`mlxcel bench --profile`). Every kernel export of the addon
 // is wrapped once at load; while no profile runs the wrapper only tests a flag and forwards the call, so
 // it costs a few nanoseconds per call (native calls take microseconds or more).
-const timing = { on: false, ops: new Map() };
+const timing = { on: false, matmulShapes: false, ops: new Map() };
 
-/** `matmul` is split by shape: GEMV (decode and batched decode, M <= 16) and GEMM (prefill) are different kernels. */
+/**
+ * `matmul` is split by shape: GEMV (decode and batched decode, M <= 16) and GEMM (prefill) are different
+ * kernels; with `matmulShapes` also by the weight's [rows x cols], so a profile says which projections the
+ * matmul time goes to (a 2048 x 64 LAuReL projection and a 262144 x 2048 head are very different loads).
+ */
 function kindOf(name, args) {
-  if (name === 'matmul') return args[1] > 16 ? 'matmul (GEMM, M > 16)' : 'matmul (GEMV, M <= 16)';
+  if (name === 'matmul') {
+    const kind = args[1] > 16 ? 'matmul (GEMM, M > 16)' : 'matmul (GEMV, M <= 16)';
+    const w = args[2];
+    return timing.matmulShapes && w && typeof w === 'object' ? `${kind} [${w.rows} x ${w.cols}]` : kind;
+  }
   return name;
 }
 
@@ -37,9 +45,10 @@ function withProfiling(native, names) {
   return out;
 }
 
-/** Starts (or restarts) collecting: clears the counters. */
-function startProfile() {
+/** Starts (or restarts) collecting: clears the counters. options.matmulShapes: split matmul by weight shape too. */
+function startProfile(options) {
   timing.ops = new Map();
+  timing.matmulShapes = Boolean(options && options.matmulShapes);
   timing.on = true;
 }
 

@@ -61,8 +61,10 @@ function randomIds(n: number, vocab: number, seed: number): Int32Array {
  * (which pays the OS's first-touch of that memory: docs/benchmarks.md, "Steady-state prefill").
  */
 export function runBench(
-  model: LanguageModel, name: string, promptTokens: number, genTokens: number, kvCacheOpt?: string, profile = false, warmupTokens = 16,
+  model: LanguageModel, name: string, promptTokens: number, genTokens: number, kvCacheOpt?: string, profile: boolean | 'shapes' = false, warmupTokens = 16,
 ): BenchResult {
+  // 'shapes' (--profile-shapes): each matmul kind split by weight shape as well.
+  const profileOptions = { matmulShapes: profile === 'shapes' };
   const kvCache = kvCacheFor(kvCacheOpt);
   const chunk = model.prefillChunk === null ? 0 : model.prefillChunk || DEFAULT_PREFILL_CHUNK;
   const V = model.vocabSize;
@@ -80,12 +82,12 @@ export function runBench(
   }
   const ids = randomIds(promptTokens, V, 1234);
   const state = model.newState({ kvCache });
-  if (profile) startProfile();
+  if (profile) startProfile(profileOptions);
   const t0 = performance.now();
   let logits = prefill(model, state, ids, chunk);
   const t1 = performance.now();
   const prefillOps = profile ? stopProfile() : undefined;
-  if (profile) startProfile();
+  if (profile) startProfile(profileOptions);
   let tok = ops.argmax(logits, V)[0]!;
   const tFirst = performance.now();
   for (let i = 1; i < genTokens; i++) {
@@ -122,12 +124,14 @@ export function runBench(
 /** The --profile table: native ms per op kind and its share of the phase's wall time; the rest is JS and N-API. */
 export function profileTable(p: NonNullable<BenchResult['profile']>, genTokens: number): string {
   const kinds = [...new Set([...Object.keys(p.prefill), ...Object.keys(p.decode)])];
+  // The first column fits the longest kind (shape-split matmul kinds are longer than the op names).
+  const w = Math.max(26, ...kinds.map((k) => k.length));
   kinds.sort((a, b) => (p.prefill[b]?.ms ?? 0) + (p.decode[b]?.ms ?? 0) - (p.prefill[a]?.ms ?? 0) - (p.decode[a]?.ms ?? 0));
   const steps = Math.max(1, genTokens - 1);
   const pct = (ms: number, of: number) => `${((100 * ms) / Math.max(1e-9, of)).toFixed(1)}%`;
-  const rows = ['op kind                    prefill ms  (share)  calls | decode ms/token  (share)  calls/token'];
+  const rows = [`${'op kind'.padEnd(w)} prefill ms  (share)  calls | decode ms/token  (share)  calls/token`];
   const line = (k: string, a: { calls: number; ms: number } | undefined, b: { calls: number; ms: number } | undefined) =>
-    `${k.padEnd(26)} ${(a?.ms ?? 0).toFixed(1).padStart(10)} ${pct(a?.ms ?? 0, p.prefill_ms).padStart(8)} ${String(a?.calls ?? 0).padStart(6)} | ` +
+    `${k.padEnd(w)} ${(a?.ms ?? 0).toFixed(1).padStart(10)} ${pct(a?.ms ?? 0, p.prefill_ms).padStart(8)} ${String(a?.calls ?? 0).padStart(6)} | ` +
     `${((b?.ms ?? 0) / steps).toFixed(3).padStart(15)} ${pct(b?.ms ?? 0, p.decode_ms).padStart(8)} ${((b?.calls ?? 0) / steps).toFixed(1).padStart(12)}`;
   for (const k of kinds) rows.push(line(k, p.prefill[k], p.decode[k]));
   const sum = (o: OpProfile) => Object.values(o).reduce((a, e) => a + e.ms, 0);
@@ -199,9 +203,12 @@ export function registerBench(program: Command): void {
     .option('--kv-cache <kind>', KV_CACHE_HELP, kvCacheFlag)
     .option('--concurrency <n>', 'run n requests together through the continuous-batching scheduler (as mlxcel serve does)', int('--concurrency', 1, 256), 1)
     .option('--profile', 'also print native time per op kind in the measured prefill and decode')
+    .option('--profile-shapes', 'as --profile, with each matmul kind split by weight shape [rows x cols]')
     .option('--json', 'print the result as JSON');
   addWeightMemoryFlag(addMatmulFlag(cmd, 'fast'))
     .action(async (o: Record<string, unknown>) => {
+      // Before any model is built: --profile times one stream, and is never dropped silently.
+      if ((o.profile || o.profileShapes) && (o.concurrency as number) > 1) throw new UsageError('--profile measures one stream: drop --concurrency');
       applyMatmulPrecision(o);
       applyWeightMemory(o);
       let model: LanguageModel;
@@ -231,8 +238,8 @@ export function registerBench(program: Command): void {
           );
         return;
       }
-      if (o.profile && (o.concurrency as number) > 1) throw new UsageError('--profile measures one stream: drop --concurrency');
-      const r = runBench(model, name, o.promptTokens as number, o.genTokens as number, o.kvCache as string | undefined, Boolean(o.profile), o.warmupTokens as number);
+      const profile = o.profileShapes ? 'shapes' : Boolean(o.profile);
+      const r = runBench(model, name, o.promptTokens as number, o.genTokens as number, o.kvCache as string | undefined, profile, o.warmupTokens as number);
       if (o.json) process.stdout.write(`${JSON.stringify(r)}\n`);
       else
         info(
