@@ -2,7 +2,10 @@
 // Two builds of the core-native addon, side by side in one process: the same q4 matmul (random codes,
 // bf16 scales, group 64) through each, calls alternating, median of 7, and the largest difference of
 // their outputs. For kernel work: copy build/Release/mlxcel_core.node aside, rebuild, compare.
-//   node bench/kernels-ab.mjs <a.node> <b.node> [--m 512] [--n 4096] [--k 4096] [--precisions fast,int8] [--isa avx2 | --isa a,b] [--threads N] [--calls N] [--dram]
+//   node bench/kernels-ab.mjs <a.node> <b.node> [--m 512] [--n 4096] [--k 4096] [--precisions fast,int8] [--isa avx2 | --isa a,b] [--threads N] [--calls N] [--dram] [--tiles] [--reps 7]
+// --tiles: the weight repacked into the 16-row tile layout (packWeightTiles), as a resident model's
+// 4-bit weights are where the running variant reads tiles (avx512vnni); the default is the row layout.
+// --reps: timed calls per build (median; the builds take turns going first).
 // --dram (for decode GEMVs, M = 1): both builds cycle over the same weight copies, >= 512 MiB of them in
 // one huge-page block, so every call reads its weight from DRAM as in a model's decode step; each
 // repetition is one pass over all copies, the ratio the median of the paired per-repetition ratios
@@ -50,7 +53,16 @@ const codeBytes = (N * K) / 2;
 const copies = dram ? Math.max(2, Math.ceil((512 << 20) / codeBytes)) : 1;
 const block = dram ? new Uint8Array(A.alloc(copies * codeBytes)) : null; // huge pages, as model weights
 const weight = (i = 0) => q4Weight(N, K, block ? block.subarray(i * codeBytes, (i + 1) * codeBytes) : undefined);
-const wA = weight(), wB = dram ? wA : weight();
+const tiles = args.includes('--tiles');
+if (tiles && dram) throw new Error('--tiles and --dram: not supported together');
+if (tiles && !A.weightTileLayout()) throw new Error(`--tiles: the ${A.cpuInfo().isa} kernels do not read the tile layout`);
+// The tile repack of a weight (both builds read the same packed bytes: the layout is part of the format).
+const tiled = (w) => {
+  const out = { data: new Uint8Array(w.data.length), scales: new Uint8Array(w.scales.length), biases: new Uint8Array(w.biases.length) };
+  A.packWeightTiles(w, out);
+  return { ...w, ...out, layout: 1 };
+};
+const wA = tiles ? tiled(weight()) : weight(), wB = dram || tiles ? wA : weight();
 const ws = dram ? [wA, ...Array.from({ length: copies - 1 }, (_, i) => weight(i + 1))] : null;
 const x = new Float32Array(M * K).map((_, i) => Math.sin(i * 0.37));
 const yA = new Float32Array(M * N), yB = new Float32Array(M * N);
@@ -92,9 +104,15 @@ for (const p of flag('precisions', 'fast,int8').split(',')) {
     for (let c = 0; c < calls; c++) X.matmul(x, M, w, null, y);
     return (performance.now() - t) / calls;
   };
-  for (let r = 0; r < 7; r++) {
-    ta.push(timed(A, wA, yA));
-    tb.push(timed(B, wB, yB));
+  const reps = Number(flag('reps', 7));
+  for (let r = 0; r < reps; r++) {
+    if (r & 1) {
+      tb.push(timed(B, wB, yB));
+      ta.push(timed(A, wA, yA));
+    } else {
+      ta.push(timed(A, wA, yA));
+      tb.push(timed(B, wB, yB));
+    }
   }
   let maxd = 0;
   for (let i = 0; i < yA.length; i++) maxd = Math.max(maxd, Math.abs(yA[i] - yB[i]));
