@@ -231,6 +231,38 @@ describe('attention argument checks', () => {
 });
 
 describe('decode with few query vectors per KV head', () => {
+  it('batched multi-head decode (one query head per KV head, several KV heads per kernel call) equals each sequence\'s row of a two-row call bit for bit: 16-bit and f32 storage, head counts not a multiple of the group, a partly filled last tile', () => {
+    const prev = native.cpuInfo().threads;
+    native.setThreads(1); // no split-K: only the micro-kernels differ
+    try {
+      const D = 96, o = { scale: 1 / Math.sqrt(D), causal: true, softcap: 30 };
+      for (const storage of ['f16', 'bf16', 'f32'] as const)
+        for (const nKv of [5, 6, 30]) {
+          // Two sequences, 203 and 150 tokens (12 full tiles + 11 slots; 9 + 6).
+          const seqs = [203, 150].map((T, i) => {
+            const cache = createLayerCache({ nKvHeads: nKv, headDim: D }, storage);
+            cache.update(randArray(T * nKv * D, 5 + i), randArray(T * nKv * D, 6 + i), T);
+            return { cache, T, q: randArray(2 * nKv * D, 7 + nKv + i), qPos: Int32Array.of(T - 2, T - 1) };
+          });
+          // One decode row per sequence in one call: the multi-head units. Each sequence's two rows
+          // alone: one KV head's tiles shared by two query vectors (the one-head few-row kernels).
+          const qs = new Float32Array(2 * nKv * D);
+          seqs.forEach((sq, i) => qs.set(sq.q.subarray(nKv * D), i * nKv * D));
+          const batched = attendBatch(qs, seqs.map((sq) => ({ cache: sq.cache, rows: 1, qPos: sq.qPos.subarray(1) })), nKv, o);
+          seqs.forEach((sq, i) => {
+            const both = attendBatch(sq.q, [{ cache: sq.cache, rows: 2, qPos: sq.qPos }], nKv, o);
+            const got = batched.subarray(i * nKv * D, (i + 1) * nKv * D);
+            expect(got, `${storage}, ${nKv} heads, sequence ${i}`).toEqual(both.subarray(nKv * D));
+            const rows = (sq.cache as KvCacheBase).storedRows();
+            const ref = naiveAttention({ q: sq.q.subarray(nKv * D), nQ: 1, nHeads: nKv, headDim: D, vDim: D, qPos: sq.qPos.subarray(1), k: rows.k, v: rows.v, kPos: rows.pos, nKvHeads: nKv, ...o });
+            expect(relErr(got, ref), `${storage}, ${nKv} heads, sequence ${i} vs naive`).toBeLessThan(3e-5);
+          });
+        }
+    } finally {
+      native.setThreads(prev);
+    }
+  });
+
   it('equals the same row of a multi-row call bit for bit (f32 tiles: the few-row kernels vs the padded ones)', () => {
     const prev = native.cpuInfo().threads;
     native.setThreads(1); // no split-K in either call: one task per unit, so only the micro-kernels differ

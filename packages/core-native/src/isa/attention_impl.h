@@ -54,12 +54,30 @@ struct TileRef {
 
 struct Unit {
   int seq;
-  int g;          // KV head
+  int g;          // KV head (the first one when gn > 1)
   int64_t k0;     // first query vector (row-major over (row, head-in-group))
   int nqv;
   int splits;
   int64_t part;   // offset of this unit's partials (floats), when splits > 1
+  // Multi-head decode (gn > 1): KV heads g .. g + gn - 1, one query vector each (one query row, one query
+  // head per KV head: Phi-3's multi-head attention). One query vector per KV head leaves the few-row
+  // kernels one FMA chain per tile or output chunk, latency-bound; gn heads side by side run gn times
+  // as many independent chains, each in the order it has alone, so every output is bit-identical.
+  int gn = 1;
 };
+
+// Query vector i of unit u: its row (within the sequence), query head and KV head.
+static inline void unit_qv(const Unit& u, int G, int i, int32_t& row, int32_t& head, int32_t& kvh) {
+  if (u.gn > 1) {
+    row = 0;
+    head = kvh = u.g + i;
+    return;
+  }
+  const int64_t k = u.k0 + i;
+  row = int32_t(k / G);
+  head = int32_t(u.g * G + k % G);
+  kvh = u.g;
+}
 
 // Everything about one call that tasks only read.
 struct Ctx {
@@ -73,7 +91,7 @@ struct Ctx {
 
 struct Scratch {
   vec<float> q, kt, vt, s, acc, m, l, qsum;
-  vec<int32_t> row, head, slo, shi;
+  vec<int32_t> row, head, slo, shi, kvh;
   vec<uint16_t> vis;  // [BT][nqv] visible-lane bits of the block's tiles
   vec<uint8_t> full;  // [BT] tile visible to every query vector in every lane
 };
@@ -173,17 +191,20 @@ static int64_t seq_cols(const AttnSeq& sq) {
   return n;
 }
 
-// The few-row kernels for 1, 2 or 4 (padded) rows.
+// The few-row kernels for 1, 2 or 4 (padded) rows; mh: each row over its own KV head's tiles
+// (kts[r * BT + b], v[r]; see Unit::gn).
 template <int DT>
-static void scores_few_rows(int nqv_pad, const float* q, int D, const uint8_t* const* kts, int nb, float* sc) {
+static void scores_few_rows(int nqv_pad, bool mh, const float* q, int D, const uint8_t* const* kts, int nb, float* sc) {
   if (nqv_pad == 1) scores_few<DT, 1>(q, D, kts, nb, sc);
-  else if (nqv_pad == 2) scores_few<DT, 2>(q, D, kts, nb, sc);
+  else if (nqv_pad == 2) mh ? scores_few<DT, 2, true>(q, D, kts, nb, sc) : scores_few<DT, 2>(q, D, kts, nb, sc);
+  else if constexpr (QR / 2 >= 4) mh ? scores_few<DT, 4, true>(q, D, kts, nb, sc) : scores_few<DT, 4>(q, D, kts, nb, sc);
   else scores_few<DT, 4>(q, D, kts, nb, sc);
 }
 template <int DT>
-static void pv_few_rows(int nqv_pad, const float* p, int DVp, const FewRows& v, int nb, float* acc) {
+static void pv_few_rows(int nqv_pad, bool mh, const float* p, int DVp, const FewRows* v, int nb, float* acc) {
   if (nqv_pad == 1) pv_few<DT, 1>(p, DVp, v, nb, acc);
-  else if (nqv_pad == 2) pv_few<DT, 2>(p, DVp, v, nb, acc);
+  else if (nqv_pad == 2) mh ? pv_few<DT, 2, true>(p, DVp, v, nb, acc) : pv_few<DT, 2>(p, DVp, v, nb, acc);
+  else if constexpr (QR / 2 >= 4) mh ? pv_few<DT, 4, true>(p, DVp, v, nb, acc) : pv_few<DT, 4>(p, DVp, v, nb, acc);
   else pv_few<DT, 4>(p, DVp, v, nb, acc);
 }
 
@@ -196,6 +217,7 @@ static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float*
   // to 1/2/4 rows instead of QR (attention_micro.h; same results).
   const int few_dt = c.few_dt[size_t(u.seq)];
   const bool few = few_dt >= 0 && nqv <= QR / 2;
+  const bool mh = u.gn > 1;  // only ever built where the few-row kernels run (attention(), below)
   const int nqv_pad = few ? (nqv <= 1 ? 1 : nqv <= 2 ? 2 : 4) : int(round_up(nqv, QR));
   const int64_t ncols = seq_cols(sq);
   Scratch& S = scratch();
@@ -211,14 +233,14 @@ static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float*
   uint16_t* vis = grow(S.vis, size_t(BT) * nqv);
   uint8_t* full = grow(S.full, size_t(BT));
   float* kbuf = grow(S.kt, size_t(D) * TK);
-  float* vbuf = grow(S.vt, size_t(BT) * TK * DVp);
+  float* vbuf = grow(S.vt, size_t(BT) * TK * DVp * (mh ? nqv_pad : 1));
+  int32_t* kvh = grow(S.kvh, size_t(nqv_pad));  // KV head of each query vector (padding: the first's)
 
   int64_t qpmin = INT64_MAX, qpmax = INT64_MIN;
   bool any_span = false;
+  for (int i = 0; i < nqv_pad; i++) kvh[i] = u.g;
   for (int i = 0; i < nqv; i++) {
-    const int64_t k = u.k0 + i;
-    row[i] = int32_t(k / c.G);
-    head[i] = int32_t(u.g * c.G + k % c.G);
+    unit_qv(u, c.G, i, row[i], head[i], kvh[i]);
     const int64_t qp = a.q_pos[sq.q_begin + row[i]];
     qpmin = std::min(qpmin, qp);
     qpmax = std::max(qpmax, qp);
@@ -247,16 +269,17 @@ static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float*
     // Scores for every tile of the block, then scale, soft-cap and masks.
     const bool decode = nqv_pad == QR;
     if (few) {
-      const uint8_t* kts[BT];  // every K tile read in place (f32: k_tile only prefetches)
-      for (int b = 0; b < nb; b++) {
-        const TileRef& tr = tiles[size_t(blk[b])];
-        const KvSegment& sg = sq.segs[tr.seg];
-        kts[b] = few_dt == 0 ? reinterpret_cast<const uint8_t*>(k_tile(sg, c.H, D, u.g, tr.t, kbuf))
-                             : sg.k + (u.g * (sg.capacity / TK) + tr.t) * int64_t(D) * TK * 2;
-      }
-      if (few_dt == 0) scores_few_rows<0>(nqv_pad, q, D, kts, nb, sc);
-      else if (few_dt == 1) scores_few_rows<1>(nqv_pad, q, D, kts, nb, sc);
-      else scores_few_rows<2>(nqv_pad, q, D, kts, nb, sc);
+      const uint8_t* kts[4 * BT];  // every K tile read in place (f32: k_tile only prefetches); [row][BT] with mh
+      for (int r = 0; r < (mh ? nqv_pad : 1); r++)
+        for (int b = 0; b < nb; b++) {
+          const TileRef& tr = tiles[size_t(blk[b])];
+          const KvSegment& sg = sq.segs[tr.seg];
+          kts[r * BT + b] = few_dt == 0 ? reinterpret_cast<const uint8_t*>(k_tile(sg, c.H, D, kvh[r], tr.t, kbuf))
+                                        : sg.k + (kvh[r] * (sg.capacity / TK) + tr.t) * int64_t(D) * TK * 2;
+        }
+      if (few_dt == 0) scores_few_rows<0>(nqv_pad, mh, q, D, kts, nb, sc);
+      else if (few_dt == 1) scores_few_rows<1>(nqv_pad, mh, q, D, kts, nb, sc);
+      else scores_few_rows<2>(nqv_pad, mh, q, D, kts, nb, sc);
     } else for (int b = 0; b < nb; b++) {
       const TileRef& tr = tiles[size_t(blk[b])];
       const KvSegment& sg = sq.segs[tr.seg];
@@ -356,21 +379,22 @@ static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float*
       // 16-bit V rows in place when every lane of the block is valid (else v_tile's zero rows, as f32).
       bool in_place = few_dt != 0 && c.DV == DVp;
       for (int b = 0; b < nb && in_place; b++) in_place = info[b].all_valid;
-      FewRows fr;
-      for (int b = 0; b < nb; b++) {
-        const TileRef& tr = tiles[size_t(blk[b])];
-        const KvSegment& sg = sq.segs[tr.seg];
-        if (in_place) {
-          fr.rows[b] = sg.v + (u.g * sg.capacity + tr.t * TK) * int64_t(c.DV) * 2;
-          fr.stride[b] = c.DV;
-        } else {
-          fr.rows[b] = reinterpret_cast<const uint8_t*>(
-              v_tile(sg, c.H, c.DV, DVp, u.g, tr.t, info[b].pos, vbuf + size_t(b) * TK * DVp, fr.stride[b]));
+      FewRows fr[4];  // [row] with mh, else fr[0] for every row
+      for (int r = 0; r < (mh ? nqv_pad : 1); r++)
+        for (int b = 0; b < nb; b++) {
+          const TileRef& tr = tiles[size_t(blk[b])];
+          const KvSegment& sg = sq.segs[tr.seg];
+          if (in_place) {
+            fr[r].rows[b] = sg.v + (kvh[r] * sg.capacity + tr.t * TK) * int64_t(c.DV) * 2;
+            fr[r].stride[b] = c.DV;
+          } else {
+            fr[r].rows[b] = reinterpret_cast<const uint8_t*>(v_tile(sg, c.H, c.DV, DVp, kvh[r], tr.t, info[b].pos,
+                                                                    vbuf + (size_t(r) * BT + size_t(b)) * TK * DVp, fr[r].stride[b]));
+          }
         }
-      }
-      if (!in_place) pv_few_rows<0>(nqv_pad, sc, DVp, fr, nb, acc);
-      else if (few_dt == 1) pv_few_rows<1>(nqv_pad, sc, DVp, fr, nb, acc);
-      else pv_few_rows<2>(nqv_pad, sc, DVp, fr, nb, acc);
+      if (!in_place) pv_few_rows<0>(nqv_pad, mh, sc, DVp, fr, nb, acc);
+      else if (few_dt == 1) pv_few_rows<1>(nqv_pad, mh, sc, DVp, fr, nb, acc);
+      else pv_few_rows<2>(nqv_pad, mh, sc, DVp, fr, nb, acc);
       nb = 0;
       return;
     }
@@ -436,9 +460,8 @@ static void merge_unit(const Ctx& c, const Unit& u, const float* part) {
   const int64_t pstride = int64_t(u.nqv) * (2 + DVp);
   vec<float> accv(static_cast<size_t>(DVp));
   for (int i = 0; i < u.nqv; i++) {
-    const int64_t k = u.k0 + i;
-    const int64_t r = k / c.G;
-    const int h = int(u.g * c.G + k % c.G);
+    int32_t r, h, kvh;
+    unit_qv(u, c.G, i, r, h, kvh);
     float M = -INFINITY;
     for (int s = 0; s < u.splits; s++) {  // NaN-sticky, like the per-block max
       const float ms = part[s * pstride + int64_t(i) * (2 + DVp)];
@@ -514,6 +537,20 @@ static void attention(const AttentionArgs& a) {
       base += sq.segs[i].n;
     }
     const int64_t total = sq.n_q * c.G;
+    // Multi-head decode (Unit::gn): one query row, one query head per KV head, and the few-row kernels
+    // (tile-layout f32 / f16 / bf16): up to QR / 2 KV heads per unit (4 with AVX-512, 2 with AVX2), in a
+    // batched call only. Measured (packages/cache/bench/attention-batch.mjs --storage f16, Phi-3.5's 32
+    // heads x 96, 8 sequences x 48 keys): 1.10-1.35x a step, the per-unit setup shared by four heads; one
+    // sequence over 2048 keys: 0.95x on one thread from DRAM, 1.00-1.02x on two, so a single sequence
+    // keeps one head per unit. Either way every output is the same bits.
+    constexpr int kHeadsPerUnit = QR / 2;
+    if (kHeadsPerUnit > 1 && n_seqs > 1 && c.G == 1 && sq.n_q == 1 && c.few_dt[size_t(s)] >= 0) {
+      for (int g = 0; g < c.H; g += kHeadsPerUnit) {
+        const int gn = std::min(kHeadsPerUnit, c.H - g);
+        units.push_back({s, g, 0, gn, 1, 0, gn});
+      }
+      continue;
+    }
     for (int g = 0; g < c.H; g++)
       for (int64_t k0 = 0; k0 < total; k0 += c.QB)
         units.push_back({s, g, k0, int(std::min<int64_t>(c.QB, total - k0)), 1, 0});
@@ -521,13 +558,17 @@ static void attention(const AttentionArgs& a) {
   if (units.empty()) return;
   // Split-K when the units alone cannot keep every thread busy (decode, short batches).
   const int64_t target = int64_t(pool_threads()) * 4;
+  // Counted per KV head: a multi-head unit (Unit::gn) is gn units for this decision, so grouping heads
+  // never changes which calls split (a split changes the rounding of the merged result).
+  int64_t head_units = 0;
+  for (const Unit& u : units) head_units += u.gn;
   int64_t part_floats = 0;
   vec<std::pair<int, int>> tasks;  // (unit, split)
   for (size_t ui = 0; ui < units.size(); ui++) {
     Unit& u = units[ui];
     const int64_t nt = int64_t(c.tiles[size_t(u.seq)].size());
-    if (int64_t(units.size()) < target) {
-      const int64_t want = (target + int64_t(units.size()) - 1) / int64_t(units.size());
+    if (head_units < target) {
+      const int64_t want = (target + head_units - 1) / head_units;
       u.splits = int(std::max<int64_t>(1, std::min<int64_t>(want, nt / kMinSplitTiles)));
     }
     if (u.splits > 1) {

@@ -86,7 +86,10 @@ template <int DT> constexpr int kv_esz = DT == 0 ? 4 : DT == 3 ? 1 : 2;
 
 // Scores of RQ rows against NB K tiles ([D][TK] each, element type DT). 16-bit tiles prefetch their
 // lines one block ahead as they go (f32 tiles were prefetched by k_tile).
-template <int DT, int RQ, int NB>
+// MH (multi-head decode: each row is the one query vector of its own KV head, see Unit::gn): row r reads
+// its own tiles, kts[r * BT + b], instead of sharing kts[b]. Either way each accumulator takes its terms
+// in the same order (d ascending), so a row's scores do not depend on which rows share the call.
+template <int DT, int RQ, int NB, bool MH = false>
 static void scores_tiles_few(const float* q, int D, const uint8_t* const* kts, float* s, int col0) {
   constexpr int esz = kv_esz<DT>;
   const int64_t ahead = int64_t(BT) * D * TK * esz;
@@ -97,6 +100,15 @@ static void scores_tiles_few(const float* q, int D, const uint8_t* const* kts, f
   for (int d = 0; d < D; d++) {
     const bool fetch = DT != 0 && ((d * TK * esz) & 63) == 0;
     for (int b = 0; b < NB; b++) {
+      if constexpr (MH) {
+        for (int r = 0; r < RQ; r++) {
+          const uint8_t* kt = kts[r * BT + b];
+          if (fetch) pf(kt + ahead + int64_t(d) * TK * esz);
+          const float x = q[r * D + d];
+          for (int u = 0; u < NT; u++) acc[r][b][u] += x * kv_load<DT>(kt, int64_t(d) * TK + u * VL);
+        }
+        continue;
+      }
       if (fetch) pf(kts[b] + ahead + int64_t(d) * TK * esz);
       vf kv[NT];
       for (int u = 0; u < NT; u++) kv[u] = kv_load<DT>(kts[b], int64_t(d) * TK + u * VL);
@@ -118,14 +130,14 @@ constexpr int kFewTiles = VL == 8 ? 2 : 4;  // NB of scores_tiles_few
 // The tiles left after the whole groups of kFewTiles go side by side too (a decode over 48 keys is 3
 // tiles: one at a time they were three serial D-long FMA chains, the hot loop of a Phi-3.5 decode step's
 // attention in perf).
-template <int DT, int RQ>
+template <int DT, int RQ, bool MH = false>
 static void scores_few(const float* q, int D, const uint8_t* const* kts, int nb, float* s) {
   int b = 0;
-  for (; b + kFewTiles <= nb; b += kFewTiles) scores_tiles_few<DT, RQ, kFewTiles>(q, D, kts + b, s, b * TK);
+  for (; b + kFewTiles <= nb; b += kFewTiles) scores_tiles_few<DT, RQ, kFewTiles, MH>(q, D, kts + b, s, b * TK);
   switch (nb - b) {
-    case 3: if constexpr (kFewTiles > 3) { scores_tiles_few<DT, RQ, 3>(q, D, kts + b, s, b * TK); } break;
-    case 2: if constexpr (kFewTiles > 2) { scores_tiles_few<DT, RQ, 2>(q, D, kts + b, s, b * TK); } break;
-    case 1: scores_tiles_few<DT, RQ, 1>(q, D, kts + b, s, b * TK); break;
+    case 3: if constexpr (kFewTiles > 3) { scores_tiles_few<DT, RQ, 3, MH>(q, D, kts + b, s, b * TK); } break;
+    case 2: if constexpr (kFewTiles > 2) { scores_tiles_few<DT, RQ, 2, MH>(q, D, kts + b, s, b * TK); } break;
+    case 1: scores_tiles_few<DT, RQ, 1, MH>(q, D, kts + b, s, b * TK); break;
     default: break;
   }
 }
@@ -139,16 +151,35 @@ struct FewRows {
 };
 
 // DC consecutive NT*VL-wide chunks of the output from d on, RQ rows (the chunks' chains side by side).
-template <int DT, int RQ, int DC>
-static void pv_chunks_few(const float* p, int DVp, int d, const FewRows& v, int nb, float* acc) {
+// v: the V rows of the block, shared by all rows (v[0]), or with MH row r's own (v[r]).
+template <int DT, int RQ, int DC, bool MH = false>
+static void pv_chunks_few(const float* p, int DVp, int d, const FewRows* v, int nb, float* acc) {
   constexpr int esz = kv_esz<DT>;
   vf a[RQ][DC][NT];
   for (int r = 0; r < RQ; r++)
     for (int c = 0; c < DC; c++)
       for (int u = 0; u < NT; u++) a[r][c][u] = vload(acc + int64_t(r) * DVp + d + (c * NT + u) * VL);
+  if constexpr (MH) {
+    // Each row its own V rows: the same terms in the same order (tile, then lane, ascending).
+    for (int b = 0; b < nb; b++)
+      for (int lane = 0; lane < TK; lane++)
+        for (int r = 0; r < RQ; r++) {
+          const int64_t st = v[r].stride[b];
+          const uint8_t* vb = v[r].rows[b] + int64_t(d) * esz;
+          if (DT != 0)
+            for (int o = 0; o < DC * NT * VL * esz; o += 64) pf(vb + (lane + int64_t(BT) * TK) * st * esz + o);
+          const float x = p[r * SK + b * TK + lane];
+          for (int c = 0; c < DC; c++)
+            for (int u = 0; u < NT; u++) a[r][c][u] += x * kv_load<DT>(vb, lane * st + (c * NT + u) * VL);
+        }
+    for (int r = 0; r < RQ; r++)
+      for (int c = 0; c < DC; c++)
+        for (int u = 0; u < NT; u++) vstore(acc + int64_t(r) * DVp + d + (c * NT + u) * VL, a[r][c][u]);
+    return;
+  }
   for (int b = 0; b < nb; b++) {
-    const int64_t st = v.stride[b];
-    const uint8_t* vb = v.rows[b] + int64_t(d) * esz;
+    const int64_t st = v->stride[b];
+    const uint8_t* vb = v->rows[b] + int64_t(d) * esz;
     const float* pb = p + b * TK;
     for (int lane = 0; lane < TK; lane++) {
       // The row's lines this call reads, a block of rows ahead (the rows of a head's tiles follow each other).
@@ -172,31 +203,32 @@ static void pv_chunks_few(const float* p, int DVp, int d, const FewRows& v, int 
 // Calls pv_chunks_few<RQ, C> for the largest C <= DC with C chunks left (C a power of two, or DC), so a
 // width that is not a multiple of DC chunks (Phi-3.5's 96 = 6 chunks with DC = 12) still runs its
 // chains side by side rather than one chunk at a time.
-template <int DT, int RQ, int DC>
-static int pv_chunks_upto(const float* p, int DVp, int d, const FewRows& v, int nb, float* acc, int left) {
-  if (left >= DC) { pv_chunks_few<DT, RQ, DC>(p, DVp, d, v, nb, acc); return DC; }
-  if constexpr (DC > 8) if (left >= 8) { pv_chunks_few<DT, RQ, 8>(p, DVp, d, v, nb, acc); return 8; }
-  if constexpr (DC > 4) if (left >= 4) { pv_chunks_few<DT, RQ, 4>(p, DVp, d, v, nb, acc); return 4; }
-  if constexpr (DC > 2) if (left >= 2) { pv_chunks_few<DT, RQ, 2>(p, DVp, d, v, nb, acc); return 2; }
-  pv_chunks_few<DT, RQ, 1>(p, DVp, d, v, nb, acc);
+template <int DT, int RQ, int DC, bool MH = false>
+static int pv_chunks_upto(const float* p, int DVp, int d, const FewRows* v, int nb, float* acc, int left) {
+  if (left >= DC) { pv_chunks_few<DT, RQ, DC, MH>(p, DVp, d, v, nb, acc); return DC; }
+  if constexpr (DC > 8) if (left >= 8) { pv_chunks_few<DT, RQ, 8, MH>(p, DVp, d, v, nb, acc); return 8; }
+  if constexpr (DC > 4) if (left >= 4) { pv_chunks_few<DT, RQ, 4, MH>(p, DVp, d, v, nb, acc); return 4; }
+  if constexpr (DC > 2) if (left >= 2) { pv_chunks_few<DT, RQ, 2, MH>(p, DVp, d, v, nb, acc); return 2; }
+  pv_chunks_few<DT, RQ, 1, MH>(p, DVp, d, v, nb, acc);
   return 1;
 }
 
 // pv_block for RQ rows: whole NT*VL chunks up to DC at a time, then the VL-wide tail as pv_block does.
 // 16-bit rows in place have DV == DVp (a multiple of VL), so only f32 rows reach the tail.
-template <int DT, int RQ>
-static void pv_few(const float* p, int DVp, const FewRows& v, int nb, float* acc) {
+template <int DT, int RQ, bool MH = false>
+static void pv_few(const float* p, int DVp, const FewRows* v, int nb, float* acc) {
   constexpr int DC = kFewAcc / (RQ * NT) > 0 ? kFewAcc / (RQ * NT) : 1;
   int d = 0;
-  while (d + NT * VL <= DVp) d += NT * VL * pv_chunks_upto<DT, RQ, DC>(p, DVp, d, v, nb, acc, (DVp - d) / (NT * VL));
+  while (d + NT * VL <= DVp) d += NT * VL * pv_chunks_upto<DT, RQ, DC, MH>(p, DVp, d, v, nb, acc, (DVp - d) / (NT * VL));
   for (; d < DVp; d += VL) {
     vf a[RQ];
     for (int r = 0; r < RQ; r++) a[r] = vload(acc + int64_t(r) * DVp + d);
     for (int b = 0; b < nb; b++)
-      for (int lane = 0; lane < TK; lane++) {
-        const vf vv = kv_load<DT>(v.rows[b], int64_t(lane) * v.stride[b] + d);
-        for (int r = 0; r < RQ; r++) a[r] += p[r * SK + b * TK + lane] * vv;
-      }
+      for (int lane = 0; lane < TK; lane++)
+        for (int r = 0; r < RQ; r++) {
+          const FewRows& vr = v[MH ? r : 0];
+          a[r] += p[r * SK + b * TK + lane] * kv_load<DT>(vr.rows[b], int64_t(lane) * vr.stride[b] + d);
+        }
     for (int r = 0; r < RQ; r++) vstore(acc + int64_t(r) * DVp + d, a[r]);
   }
 }
