@@ -59,10 +59,10 @@ struct Unit {
   int nqv;
   int splits;
   int64_t part;   // offset of this unit's partials (floats), when splits > 1
-  // Multi-head decode (gn > 1): KV heads g .. g + gn - 1, one query vector each (one query row, one query
-  // head per KV head: Phi-3's multi-head attention). One query vector per KV head leaves the few-row
-  // kernels one FMA chain per tile or output chunk, latency-bound; gn heads side by side run gn times
-  // as many independent chains, each in the order it has alone, so every output is bit-identical.
+  // Multi-head decode (gn > 1, batched calls only): KV heads g .. g + gn - 1, one query vector each (one
+  // query row, one query head per KV head: Phi-3's multi-head attention). The heads share the unit's
+  // setup and per-block bookkeeping, which dominate a short context's unit; each head's accumulators
+  // take their terms in the order they have alone, so every output is bit-identical.
   int gn = 1;
 };
 
@@ -269,7 +269,7 @@ static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float*
     // Scores for every tile of the block, then scale, soft-cap and masks.
     const bool decode = nqv_pad == QR;
     if (few) {
-      const uint8_t* kts[4 * BT];  // every K tile read in place (f32: k_tile only prefetches); [row][BT] with mh
+      const uint8_t* kts[kFewMaxRows * BT];  // every K tile read in place (f32: k_tile only prefetches); [row][BT] with mh
       for (int r = 0; r < (mh ? nqv_pad : 1); r++)
         for (int b = 0; b < nb; b++) {
           const TileRef& tr = tiles[size_t(blk[b])];
@@ -379,7 +379,7 @@ static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float*
       // 16-bit V rows in place when every lane of the block is valid (else v_tile's zero rows, as f32).
       bool in_place = few_dt != 0 && c.DV == DVp;
       for (int b = 0; b < nb && in_place; b++) in_place = info[b].all_valid;
-      FewRows fr[4];  // [row] with mh, else fr[0] for every row
+      FewRows fr[kFewMaxRows];  // [row] with mh, else fr[0] for every row
       for (int r = 0; r < (mh ? nqv_pad : 1); r++)
         for (int b = 0; b < nb; b++) {
           const TileRef& tr = tiles[size_t(blk[b])];

@@ -125,6 +125,7 @@ static void scores_tiles_few(const float* q, int D, const uint8_t* const* kts, f
 
 // Vector registers the few-row kernels give to accumulators (32 with AVX-512 and NEON, 16 with AVX2).
 constexpr int kFewAcc = VL == 8 ? 6 : 12;
+constexpr int kFewMaxRows = 4;  // the few-row kernels' largest (padded) row count
 constexpr int kFewTiles = VL == 8 ? 2 : 4;  // NB of scores_tiles_few
 
 // The tiles left after the whole groups of kFewTiles go side by side too (a decode over 48 keys is 3
@@ -224,11 +225,14 @@ static void pv_few(const float* p, int DVp, const FewRows* v, int nb, float* acc
     vf a[RQ];
     for (int r = 0; r < RQ; r++) a[r] = vload(acc + int64_t(r) * DVp + d);
     for (int b = 0; b < nb; b++)
-      for (int lane = 0; lane < TK; lane++)
-        for (int r = 0; r < RQ; r++) {
-          const FewRows& vr = v[MH ? r : 0];
-          a[r] += p[r * SK + b * TK + lane] * kv_load<DT>(vr.rows[b], int64_t(lane) * vr.stride[b] + d);
+      for (int lane = 0; lane < TK; lane++) {
+        if constexpr (MH) {
+          for (int r = 0; r < RQ; r++) a[r] += p[r * SK + b * TK + lane] * kv_load<DT>(v[r].rows[b], int64_t(lane) * v[r].stride[b] + d);
+          continue;
         }
+        const vf vv = kv_load<DT>(v->rows[b], int64_t(lane) * v->stride[b] + d);  // one V row for every query row
+        for (int r = 0; r < RQ; r++) a[r] += p[r * SK + b * TK + lane] * vv;
+      }
     for (int r = 0; r < RQ; r++) vstore(acc + int64_t(r) * DVp + d, a[r]);
   }
 }

@@ -68,13 +68,12 @@ static inline vi q8_round(vf p) {
 
 constexpr int kQ8MR = VL == 8 ? 4 : 8;  // x rows per one-vector micro-kernel (16 ymm on AVX2, 32 zmm / q regs otherwise)
 constexpr int64_t kQ8KC = 512;         // k per chunk (a multiple of every group size)
-constexpr int64_t kQ8MB = 512;         // x rows per task at most: the tile repack is amortized over this many rows
+constexpr int64_t kQ8MB = 512;         // x rows per task at most (the accumulator scratch; AMX: its row blocks)
 // x rows per block as the VNNI driver splits M: blocks of about this many rows, m-block outermost, so the
 // threads run every W tile over one block of x before the next, and that block's chunks come from L2.
-// With one 512-row block each tile streamed all of x from L3 (12.6 MB of digit planes at K = 12288):
-// measured (paired, same process, bit-identical) 1.03x at 3072 x 8192 and 1.07x at 1536 x 12288 with
-// 256-row blocks, unchanged at K = 1536-3072; 128-row blocks lost ~5 % to the repeated repack. At
-// M = 2048 (a whole default prefill chunk) 1.27-1.29x at 3072 x 3072 and 1536 x 12288.
+// With one 512-row block each tile streamed all of x from L3 (12.6 MB of digit planes at K = 12288).
+// Bit-identical; `kernels-ab --tiles`: 1.02-1.12x at M = 512, 1.24-1.45x at M = 2048 (docs/benchmarks.md,
+// "Zen 5 VM (2026-12-07 evening)"); 128-row blocks lost ~5 % to the repeated tile repack.
 constexpr int64_t kQ8MBTarget = 256;
 // One VL-row sub-tile of a packed k-chunk: its codes (u32 words) and its group scales / biases (floats).
 constexpr int64_t kQ8WStride = kQ8KC / 4 * VL, kQ8SStride = kQ8KC / 32 * VL;

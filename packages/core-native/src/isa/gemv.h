@@ -128,9 +128,7 @@ static void gemv(const float* x, int64_t M, const WeightRef& w, const float* bia
   // runs every x block over before moving on, ~64 KB of W, so blocks after the first read it from L2.
   const int64_t row_bytes = quant ? K * w.bits / 8 : K * (w.dtype == kF32 ? 4 : 2);
   const int64_t rows64k = (64 * 1024) / std::max<int64_t>(1, row_bytes);
-  // ... but never fewer tasks than threads when W has the rows for it: a small W (a 2048 x 64 LAuReL
-  // projection, 64 KB) read from DRAM by one thread waits on one core's misses while the other idles.
-  const int64_t grain = std::max<int64_t>(4, std::min<int64_t>(rows64k, (N + pool_threads() - 1) / pool_threads()));
+  const int64_t grain = gemv_task_grain(N, rows64k, 4);
   const int64_t panel = M > kGemvBlock ? std::max<int64_t>(4, rows64k) : N;
   const int sd = w.scale_dtype;
   const int64_t xpl = K * (vnni ? np : 3);  // digit-plane bytes per x row

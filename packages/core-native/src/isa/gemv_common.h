@@ -9,6 +9,14 @@
 // even though a tile reads R rows side by side. Short rows give the hardware prefetchers too little to
 // train on, and the quantized inner loops are light enough that waiting on DRAM would show.
 // The distance is one tile, and at least 4 KB.
+// Items (rows or tiles) per GEMV task: enough that a task streams >= ~64 KB of W (per_64k items), but
+// never fewer tasks than threads when W has the items for it: a small W (a 2048 x 64 LAuReL projection,
+// 64 KB) read from DRAM by one thread waits on one core's misses while the other idles. At least lo.
+static inline int64_t gemv_task_grain(int64_t items, int64_t per_64k, int64_t lo) {
+  const int64_t per_thread = (items + pool_threads() - 1) / pool_threads();
+  return std::max<int64_t>(lo, std::min<int64_t>(per_64k, per_thread));
+}
+
 static inline int64_t gemv_prefetch_distance(int R, int64_t row_bytes) {
   return std::max<int64_t>(int64_t(R) * row_bytes, 4096);
 }

@@ -268,8 +268,7 @@ static void gemv_tiles(const float* x, int64_t M, const WeightRef& w, const floa
   // Grain: >= ~64 KB of codes per task; panel: the tiles a task runs every x block over before moving
   // on (~128 KB, so later blocks read them from L2).
   const int64_t tile_bytes = 16 * K * w.bits / 8;
-  // Never fewer tasks than threads where there are the tiles for it (a small W from DRAM: see gemv.h).
-  const int64_t grain = std::max<int64_t>(1, std::min<int64_t>((64 * 1024) / tile_bytes, (tiles + pool_threads() - 1) / pool_threads()));
+  const int64_t grain = gemv_task_grain(tiles, (64 * 1024) / tile_bytes, 1);
   const int64_t panel = M > kTilesXBlock<3> ? std::max<int64_t>(4, (128 * 1024) / tile_bytes) : tiles;
   parallel_for(tiles, grain, [&](int64_t a0, int64_t a1) {
     for (int64_t p0 = a0; p0 < a1; p0 += panel) {
