@@ -107,6 +107,23 @@ template <class T> static inline T* grow(vec<T>& v, size_t n) {
 #include "attention_load.h"
 #include "attention_micro.h"
 
+// The largest lane of v, or a NaN lane's value when v holds one. A tree of vector maxes where no lane
+// is NaN (the lane-by-lane compare-and-branch form was ~15 % of a head_dim-96 prefill in perf); which
+// zero comes out of max(-0, +0) does not matter to the caller (x - m and exp(m - m') are the same).
+static inline float nan_sticky_hmax(vf v) {
+#if defined(__AVX512F__) && MLX_VL == 16
+  if (_mm512_cmp_ps_mask((__m512)v, (__m512)v, _CMP_UNORD_Q) == 0) return _mm512_reduce_max_ps((__m512)v);
+#else
+  const vu nan = (vu)(v != v);
+  uint32_t any = 0;
+  for (int i = 0; i < VL; i++) any |= nan[i];
+  if (!any) return hmax(v);
+#endif
+  for (int i = 0; i < VL; i++)
+    if (v[i] != v[i]) return v[i];
+  return hmax(v);
+}
+
 // ---- visibility -----------------------------------------------------------------------------
 
 struct TileInfo {
@@ -232,7 +249,7 @@ static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float*
   int32_t* shi = grow(S.shi, size_t(nqv));
   uint16_t* vis = grow(S.vis, size_t(BT) * nqv);
   uint8_t* full = grow(S.full, size_t(BT));
-  float* kbuf = grow(S.kt, size_t(D) * TK);
+  float* kbuf = grow(S.kt, size_t(D) * TK * 2);  // two tiles (scores_tiles)
   float* vbuf = grow(S.vt, size_t(BT) * TK * DVp * (mh ? nqv_pad : 1));
   int32_t* kvh = grow(S.kvh, size_t(nqv_pad));  // KV head of each query vector (padding: the first's)
 
@@ -283,7 +300,16 @@ static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float*
     } else for (int b = 0; b < nb; b++) {
       const TileRef& tr = tiles[size_t(blk[b])];
       const KvSegment& sg = sq.segs[tr.seg];
-      switch (decode ? direct_k(sg) : 0) {
+      const int dk = decode ? direct_k(sg) : 0;
+      if (dk == 0 && kScoreTiles == 2 && b + 1 < nb && !(decode && direct_k(sq.segs[tiles[size_t(blk[b + 1])].seg]))) {
+        // Two tiles in one pass (scores_tiles; same results as one at a time).
+        const TileRef& tr2 = tiles[size_t(blk[b + 1])];
+        const float* kts[2] = {k_tile(sg, c.H, D, u.g, tr.t, kbuf), k_tile(sq.segs[tr2.seg], c.H, D, u.g, tr2.t, kbuf + int64_t(D) * TK)};
+        scores_tiles<kScoreTiles>(q, nqv_pad, D, kts, sc, b * TK);
+        b++;
+        continue;
+      }
+      switch (dk) {
         case 1: scores_direct<1>(q, nullptr, D, sg, u.g, tr.t, sc, b * TK); break;
         case 2: scores_direct<2>(q, nullptr, D, sg, u.g, tr.t, sc, b * TK); break;
         case 3:
@@ -299,7 +325,10 @@ static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float*
           }
           scores_direct<3>(q, qsum, D, sg, u.g, tr.t, sc, b * TK);
           break;
-        default: scores_tile(q, nqv_pad, D, k_tile(sg, c.H, D, u.g, tr.t, kbuf), sc, b * TK);
+        default: {
+          const float* kt = k_tile(sg, c.H, D, u.g, tr.t, kbuf);
+          scores_tiles<1>(q, nqv_pad, D, &kt, sc, b * TK);
+        }
       }
     }
     for (int i = 0; i < nqv_pad; i++) {
@@ -327,8 +356,7 @@ static void run_task(const Ctx& c, const Unit& u, int64_t tb, int64_t te, float*
         const vf x = vload(s + j);
         vm = ((x > vm) | (x != x)) ? x : vm;
       }
-      float bm = -INFINITY;
-      for (int l2 = 0; l2 < VL; l2++) bm = (vm[l2] > bm || vm[l2] != vm[l2]) ? vm[l2] : bm;
+      const float bm = nan_sticky_hmax(vm);
       if (bm == -INFINITY) {
         std::memset(s, 0, size_t(cols) * 4);
         continue;

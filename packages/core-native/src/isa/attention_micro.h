@@ -5,61 +5,72 @@
 
 // ---- micro-kernels --------------------------------------------------------------------------
 
-// s[qv * SK + col0 + lane] = q[qv] . K[:, lane] for every (padded) query vector; kt is [D][TK].
-static void scores_tile(const float* q, int nqv_pad, int D, const float* kt, float* s, int col0) {
+// s[qv * SK + col0 + t * TK + lane] = q[qv] . K_t[:, lane] for every (padded) query vector and the NTL
+// tiles kt[0 .. NTL - 1] (each [D][TK]). Two tiles at once where the registers allow (AVX-512: 8 rows x
+// 2 vectors = 16 accumulators): each broadcast query element then feeds two FMAs, and twice as many
+// independent chains hide the FMA latency (one tile's 8 chains were just enough for 4-cycle FMAs at 2
+// per cycle, with no slack). Each score is still one chain over d ascending, so the bits do not depend
+// on how many tiles go together.
+template <int NTL>
+static void scores_tiles(const float* q, int nqv_pad, int D, const float* const* kt, float* s, int col0) {
   for (int r0 = 0; r0 < nqv_pad; r0 += QR) {
-    vf acc[QR][NT];
+    vf acc[QR][NTL][NT];
     for (int r = 0; r < QR; r++)
-      for (int u = 0; u < NT; u++) acc[r][u] = vsplat(0.f);
+      for (int t = 0; t < NTL; t++)
+        for (int u = 0; u < NT; u++) acc[r][t][u] = vsplat(0.f);
     const float* qr = q + int64_t(r0) * D;
     for (int d = 0; d < D; d++) {
-      vf kv[NT];
-      for (int u = 0; u < NT; u++) kv[u] = vload(kt + d * TK + u * VL);
+      vf kv[NTL][NT];
+      for (int t = 0; t < NTL; t++)
+        for (int u = 0; u < NT; u++) kv[t][u] = vload(kt[t] + d * TK + u * VL);
       for (int r = 0; r < QR; r++) {
-        const float x = qr[r * D + d];
-        for (int u = 0; u < NT; u++) acc[r][u] += x * kv[u];
+        const float x = qr[r * D + d];  // scalar * vector: a broadcast, never an add (vsplat's 0 + x)
+        for (int t = 0; t < NTL; t++)
+          for (int u = 0; u < NT; u++) acc[r][t][u] += x * kv[t][u];
       }
     }
     for (int r = 0; r < QR; r++)
-      for (int u = 0; u < NT; u++) vstore(s + (r0 + r) * SK + col0 + u * VL, acc[r][u]);
+      for (int t = 0; t < NTL; t++)
+        for (int u = 0; u < NT; u++) vstore(s + (r0 + r) * SK + col0 + t * TK + u * VL, acc[r][t][u]);
   }
 }
+// Tiles that go together in scores_tiles (2 where 8 rows x 2 tiles of accumulators fit 32 registers).
+constexpr int kScoreTiles = VL == 16 ? 2 : 1;
 
-// acc[qv][:] += sum over the block's nb tiles and their lanes of p[qv * SK + b * TK + lane] * V_b[lane][:];
-// tile b's rows are strides[b] floats apart. Accumulators stay in registers across the whole block.
+// acc[qv][d .. d + U * VL) += sum over the block's nb tiles and their lanes of p[qv * SK + b * TK + lane]
+// * V_b[lane][d ..]; tile b's rows are strides[b] floats apart. Accumulators stay in registers across
+// the whole block, each taking its terms in (tile, lane) order whatever U is.
+template <int U>
+static inline void pv_columns(const float* p, int r0, int DVp, int d, const float* const* vt, const int* strides, int nb, float* acc) {
+  vf a[QR][U];
+  for (int r = 0; r < QR; r++)
+    for (int u = 0; u < U; u++) a[r][u] = vload(acc + int64_t(r0 + r) * DVp + d + u * VL);
+  for (int b = 0; b < nb; b++) {
+    const float* vb = vt[b] + d;
+    const int st = strides[b];
+    const float* pb = p + r0 * SK + b * TK;
+    for (int lane = 0; lane < TK; lane++) {
+      vf vv[U];
+      for (int u = 0; u < U; u++) vv[u] = vload(vb + lane * st + u * VL);
+      for (int r = 0; r < QR; r++) {
+        const float x = pb[r * SK + lane];
+        for (int u = 0; u < U; u++) a[r][u] += x * vv[u];
+      }
+    }
+  }
+  for (int r = 0; r < QR; r++)
+    for (int u = 0; u < U; u++) vstore(acc + int64_t(r0 + r) * DVp + d + u * VL, a[r][u]);
+}
+
+// acc[qv][:] += P . V over the block's nb tiles for every (padded) query vector: 2 * NT vectors of
+// columns at a time where 8 rows of them fit the registers (AVX-512; as scores_tiles), then NT, then one.
 static void pv_block(const float* p, int nqv_pad, int DVp, const float* const* vt, const int* strides, int nb, float* acc) {
+  constexpr int kWide = VL == 16 ? 2 * NT : NT;
   for (int r0 = 0; r0 < nqv_pad; r0 += QR) {
     int d = 0;
-    for (; d + NT * VL <= DVp; d += NT * VL) {
-      vf a[QR][NT];
-      for (int r = 0; r < QR; r++)
-        for (int u = 0; u < NT; u++) a[r][u] = vload(acc + int64_t(r0 + r) * DVp + d + u * VL);
-      for (int b = 0; b < nb; b++) {
-        const float* vb = vt[b] + d;
-        const int st = strides[b];
-        const float* pb = p + r0 * SK + b * TK;
-        for (int lane = 0; lane < TK; lane++) {
-          vf vv[NT];
-          for (int u = 0; u < NT; u++) vv[u] = vload(vb + lane * st + u * VL);
-          for (int r = 0; r < QR; r++) {
-            const float x = pb[r * SK + lane];
-            for (int u = 0; u < NT; u++) a[r][u] += x * vv[u];
-          }
-        }
-      }
-      for (int r = 0; r < QR; r++)
-        for (int u = 0; u < NT; u++) vstore(acc + int64_t(r0 + r) * DVp + d + u * VL, a[r][u]);
-    }
-    for (; d < DVp; d += VL) {
-      vf a[QR];
-      for (int r = 0; r < QR; r++) a[r] = vload(acc + int64_t(r0 + r) * DVp + d);
-      for (int b = 0; b < nb; b++)
-        for (int lane = 0; lane < TK; lane++) {
-          const vf vv = vload(vt[b] + lane * strides[b] + d);
-          for (int r = 0; r < QR; r++) a[r] += p[(r0 + r) * SK + b * TK + lane] * vv;
-        }
-      for (int r = 0; r < QR; r++) vstore(acc + int64_t(r0 + r) * DVp + d, a[r]);
-    }
+    for (; d + kWide * VL <= DVp; d += kWide * VL) pv_columns<kWide>(p, r0, DVp, d, vt, strides, nb, acc);
+    for (; d + NT * VL <= DVp; d += NT * VL) pv_columns<NT>(p, r0, DVp, d, vt, strides, nb, acc);
+    for (; d < DVp; d += VL) pv_columns<1>(p, r0, DVp, d, vt, strides, nb, acc);
   }
 }
 
