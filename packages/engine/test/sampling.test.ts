@@ -89,6 +89,19 @@ describe('greedy and log-probabilities', () => {
     new Sampler({ suppressedIds: [2], logitBias: { 0: 5 }, temperature: 1, seed: 1 }).sample(z);
     expect(Array.from(z)).toEqual([1, 2, 3]);
   });
+
+  it('without logit edits (read in place, no copy) leaves the logits alone and gives what an edit that changes nothing gives', () => {
+    const z = logits([0.5, -1, 3, 2.25, 3, -7]);
+    for (const temperature of [0, 0.8]) {
+      const plain = new Sampler({ temperature, seed: 3 });
+      const edited = new Sampler({ temperature, seed: 3, logitBias: { 5: 0 } }); // copies, adds 0
+      for (let i = 0; i < 20; i++) {
+        const a = plain.sample(z), b = edited.sample(z);
+        expect(a).toEqual(b);
+      }
+      expect(Array.from(z)).toEqual(Array.from(logits([0.5, -1, 3, 2.25, 3, -7])));
+    }
+  });
 });
 
 describe('suppressed ids', () => {
