@@ -80,7 +80,7 @@ static void pv_block(const float* p, int nqv_pad, int DVp, const float* const* v
 // of their FMAs on zero rows, and with the real rows alone one FMA chain per row would be latency-bound.
 // These kernels take RQ < QR rows and instead run independent chains side by side: the NB tiles of a
 // block (scores) or DC vector chunks of the output (P.V). Every accumulator still takes its terms in the
-// order scores_tile / pv_block give them (d ascending; tile then lane ascending), so each row's result is
+// order scores_tiles / pv_block give them (d ascending; tile then lane ascending), so each row's result is
 // bit-identical to the padded kernels' — the choice never changes an output.
 // DT: 0 f32, 1 f16, 2 bf16 (3 affine 8-bit, used by the padded decode paths below). 16-bit K and V are
 // converted straight into the FMA operands (exact), which the profile showed beats converting a tile
