@@ -102,6 +102,36 @@ for (const isa of VARIANTS) {
         });
       }
 
+    // One k-chunk (K <= 512): whole output tiles are stored into y by the micro-kernel itself, a partial
+    // last tile through the accumulator copy; both must give the definition, and the same bits.
+    it(`one k-chunk (K = 256): whole tiles written directly equal the definition and, bit for bit, the same rows of a partial tile${fastBits.length ? '' : ' (exact path here)'}`, () => {
+      native.setIsa(isa);
+      const K = 256, N = 69; // two whole 32-row tiles and a partial one (or 4 + 1 of 16)
+      for (const bits of fastBits.length ? fastBits : [4]) {
+        const q = randomQ(N, K, bits, 64, 2, 77 + bits);
+        const sb = q.scales.length / ((N * K) / 64); // bytes per scale
+        const first = { ...q, rows: 37, packed: q.packed.subarray(0, (37 * K * bits) / 8), scales: q.scales.subarray(0, ((37 * K) / 64) * sb), biases: q.biases.subarray(0, ((37 * K) / 64) * sb) };
+        for (const bias of [randF32(N, 5), null]) {
+          for (const M of [17, 260]) {
+            const x = randF32(M * K, M + bits, -2, 2);
+            for (const [mode, T] of [['fast', 32639], ['int8', 127]] as const) {
+              const all = run(x, M, nativeQ(q), bias, mode);
+              const part = run(x, M, nativeQ(first), bias ? bias.subarray(0, 37) : null, mode);
+              if (fastBits.includes(bits)) {
+                const { y, norm } = reference(x, M, q, bias, T);
+                let worst = 0;
+                for (let i = 0; i < y.length; i++) worst = Math.max(worst, Math.abs(all[i]! - y[i]!) / norm[i]!);
+                expect(worst, `${mode} ${bits}-bit M=${M}`).toBeLessThanOrEqual(BOUND);
+              }
+              // Rows 32..36: a whole tile's (direct) in `all`, the partial tile's (copied) in `part`.
+              for (let m = 0; m < M; m++)
+                expect(Array.from(all.subarray(m * N, m * N + 37)), `${mode} ${bits}-bit M=${M} row ${m}`).toEqual(Array.from(part.subarray(m * 37, m * 37 + 37)));
+            }
+          }
+        }
+      }
+    });
+
     it('M <= 16 (GEMV): the same integer activations on avx512vnni (4-/8-bit) and avx2 (4-bit: s16 for fast, s8 for int8), groups 32 / 64 / 128, the exact path elsewhere', () => {
       native.setIsa(isa);
       const K = 256, N = 40;

@@ -300,6 +300,20 @@ constexpr bool kQ8PlanePasses = false;
 #endif
 constexpr int64_t kQ8WideM = 96;
 
+// Where a micro-kernel call's f32 accumulators start and end. acc: TR floats per x row. zero (the first
+// k-chunk): start from 0 instead of loading acc, so the driver no longer clears acc per tile. y (the
+// last k-chunk of a tile of TR whole rows): store acc + bias straight into the output rows, ldy floats
+// apart, instead of into acc for the driver to copy (that copy pass was ~5 % of a 12288 x 1536 GEMM's
+// samples). Either way every output is the same float: 0 + t = t, and y = acc + bias (+ 0 without one)
+// as the copy computed it.
+struct Q8AccIO {
+  float* acc;
+  bool zero;
+  float* y;           // the output element of (x row 0 of the call, tile row 0), or nullptr
+  int64_t ldy;
+  const float* bias;  // the tile's TR bias values, or nullptr
+};
+
 // acc[m] (kQ8TR output rows each) += the chunk's contribution for MR x rows. xq[m]: the chunk's int8 x
 // of row m (the hi plane when PLANES == 2, the lo plane plane_off bytes further); dx[m], xs[m]: its
 // groups' scales and exact sums; ng groups of G in the chunk. Sub-tile v of the tile (rows v*VL..) is
@@ -319,8 +333,11 @@ constexpr int64_t kQ8WideM = 96;
 constexpr int kQ8S16Steps = 8;
 template <int MR, int PLANES, int NV>
 static inline void q8act_micro(const uint32_t* wt, int64_t wstride, const int8_t* const* xq, int64_t plane_off, const float* const* dx,
-                               const float* const* xs, const float* sc, const float* bi, int64_t sstride, int64_t ng, int G, float* acc) {
+                               const float* const* xs, const float* sc, const float* bi, int64_t sstride, int64_t ng, int G, const Q8AccIO& io) {
   constexpr int TR = NV * VL;
+  float* acc = io.acc;
+  if (io.zero)
+    for (int i = 0; i < MR * TR; i++) acc[i] = 0.f;
   const __m256i ones = _mm256_set1_epi16(1), c256 = _mm256_set1_epi16(256);
   for (int64_t g = 0; g < ng; g++) {
     __m256i ia[MR][NV];
@@ -368,15 +385,20 @@ static inline void q8act_micro(const uint32_t* wt, int64_t wstride, const int8_t
                vload(acc + m * TR + v * VL) + (__builtin_convertvector((vi)ia[m][v], vf) * (s * dx[m][g]) + b * xs[m][g]));
     }
   }
+  if (io.y)
+    for (int m = 0; m < MR; m++)
+      for (int v = 0; v < NV; v++)
+        vstore(io.y + m * io.ldy + v * VL, vload(acc + m * TR + v * VL) + (io.bias ? vload(io.bias + v * VL) : vsplat(0.f)));
 }
 #else
 template <int MR, int PLANES, int NV>
 static inline void q8act_micro(const uint32_t* wt, int64_t wstride, const int8_t* const* xq, int64_t plane_off, const float* const* dx,
-                               const float* const* xs, const float* sc, const float* bi, int64_t sstride, int64_t ng, int G, float* acc) {
+                               const float* const* xs, const float* sc, const float* bi, int64_t sstride, int64_t ng, int G, const Q8AccIO& io) {
   constexpr int TR = NV * VL;
+  float* acc = io.acc;
   vf a[MR][NV];
   for (int m = 0; m < MR; m++)
-    for (int v = 0; v < NV; v++) a[m][v] = vload(acc + m * TR + v * VL);
+    for (int v = 0; v < NV; v++) a[m][v] = io.zero ? vf{} : vload(acc + m * TR + v * VL);
   for (int64_t g = 0; g < ng; g++) {
     vi ia[MR][NV], il[MR][NV];
     for (int m = 0; m < MR; m++)
@@ -428,6 +450,11 @@ static inline void q8act_micro(const uint32_t* wt, int64_t wstride, const int8_t
       for (int m = 0; m < MR; m++) a[m][v] += __builtin_convertvector(ia[m][v], vf) * (s * dx[m][g]) + b * xs[m][g];
     }
   }
+  if (io.y) {
+    for (int m = 0; m < MR; m++)
+      for (int v = 0; v < NV; v++) vstore(io.y + m * io.ldy + v * VL, a[m][v] + (io.bias ? vload(io.bias + v * VL) : vsplat(0.f)));
+    return;
+  }
   for (int m = 0; m < MR; m++)
     for (int v = 0; v < NV; v++) vstore(acc + m * TR + v * VL, a[m][v]);
 }
@@ -435,14 +462,14 @@ static inline void q8act_micro(const uint32_t* wt, int64_t wstride, const int8_t
 
 template <int MR, int PLANES, int NV>
 static inline void q8act_rows(int mr, const uint32_t* wt, int64_t wstride, const int8_t* const* xq, int64_t plane_off, const float* const* dx,
-                              const float* const* xs, const float* sc, const float* bi, int64_t sstride, int64_t ng, int G, float* acc) {
+                              const float* const* xs, const float* sc, const float* bi, int64_t sstride, int64_t ng, int G, const Q8AccIO& io) {
   if constexpr (MR > 1) {
     if (mr < MR) {
-      q8act_rows<MR - 1, PLANES, NV>(mr, wt, wstride, xq, plane_off, dx, xs, sc, bi, sstride, ng, G, acc);
+      q8act_rows<MR - 1, PLANES, NV>(mr, wt, wstride, xq, plane_off, dx, xs, sc, bi, sstride, ng, G, io);
       return;
     }
   }
-  q8act_micro<MR, PLANES, NV>(wt, wstride, xq, plane_off, dx, xs, sc, bi, sstride, ng, G, acc);
+  q8act_micro<MR, PLANES, NV>(wt, wstride, xq, plane_off, dx, xs, sc, bi, sstride, ng, G, io);
 }
 
 struct Q8ActScratch {
@@ -528,9 +555,10 @@ static bool matmul_q8act(const float* x, int64_t M, const WeightRef& w, const fl
       for (int64_t t = t0; t < t1; t++) {
         const int64_t n0 = (t % tiles) * TR, m0 = (t / tiles) * mb, m1 = std::min<int64_t>(M, m0 + mb);
         const int nr = int(std::min<int64_t>(TR, N - n0));
-        for (int64_t i = 0; i < (m1 - m0) * TR; i++) acc[i] = 0.f;
         for (int64_t k0 = 0; k0 < K; k0 += kQ8KC) {
           const int64_t kc = std::min<int64_t>(kQ8KC, K - k0), ng = kc / G;
+          // A whole tile of one chunk writes y itself (Q8AccIO); otherwise acc is copied below.
+          const bool direct = K <= kQ8KC && nr == TR;
           for (int v = 0; v < NV; v++)
             q8act_pack_tile(w, n0 + v * VL, std::max(0, std::min(VL, nr - v * VL)), k0, kc, wt + v * wstride, sc + v * sstride, bi + v * sstride);
           const int mstep = planes == 2 ? MR2 : MR1;
@@ -545,12 +573,14 @@ static bool matmul_q8act(const float* x, int64_t M, const WeightRef& w, const fl
               dr[i] = dx + (m + i) * gpr + k0 / G;
               sr[i] = xsum + (m + i) * gpr + k0 / G;
             }
-            if (planes == 2) q8act_rows<MR2, 2, NV>(mr, wt, wstride, xr, M * K, dr, sr, sc, bi, sstride, ng, G, acc + (m - m0) * TR);
-            else q8act_rows<MR1, 1, NV>(mr, wt, wstride, xr, 0, dr, sr, sc, bi, sstride, ng, G, acc + (m - m0) * TR);
+            const Q8AccIO io{acc + (m - m0) * TR, k0 == 0, direct ? y + m * N + n0 : nullptr, N, bias ? bias + n0 : nullptr};
+            if (planes == 2) q8act_rows<MR2, 2, NV>(mr, wt, wstride, xr, M * K, dr, sr, sc, bi, sstride, ng, G, io);
+            else q8act_rows<MR1, 1, NV>(mr, wt, wstride, xr, 0, dr, sr, sc, bi, sstride, ng, G, io);
           }
         }
-        for (int64_t m = m0; m < m1; m++)
-          for (int r = 0; r < nr; r++) y[m * N + n0 + r] = acc[(m - m0) * TR + r] + (bias ? bias[n0 + r] : 0.f);
+        if (!(K <= kQ8KC && nr == TR))
+          for (int64_t m = m0; m < m1; m++)
+            for (int r = 0; r < nr; r++) y[m * N + n0 + r] = acc[(m - m0) * TR + r] + (bias ? bias[n0 + r] : 0.f);
       }
     });
   };
