@@ -556,10 +556,10 @@ static bool matmul_q8act(const float* x, int64_t M, const WeightRef& w, const fl
       for (int64_t t = t0; t < t1; t++) {
         const int64_t n0 = (t % tiles) * TR, m0 = (t / tiles) * mb, m1 = std::min<int64_t>(M, m0 + mb);
         const int nr = int(std::min<int64_t>(TR, N - n0));
+        // A whole tile of one chunk writes y itself (Q8AccIO); otherwise acc is copied below.
+        const bool direct = K <= kQ8KC && nr == TR;
         for (int64_t k0 = 0; k0 < K; k0 += kQ8KC) {
           const int64_t kc = std::min<int64_t>(kQ8KC, K - k0), ng = kc / G;
-          // A whole tile of one chunk writes y itself (Q8AccIO); otherwise acc is copied below.
-          const bool direct = K <= kQ8KC && nr == TR;
           for (int v = 0; v < NV; v++)
             q8act_pack_tile(w, n0 + v * VL, std::max(0, std::min(VL, nr - v * VL)), k0, kc, wt + v * wstride, sc + v * sstride, bi + v * sstride);
           const int mstep = planes == 2 ? MR2 : MR1;
@@ -579,7 +579,7 @@ static bool matmul_q8act(const float* x, int64_t M, const WeightRef& w, const fl
             else q8act_rows<MR1, 1, NV>(mr, wt, wstride, xr, 0, dr, sr, sc, bi, sstride, ng, G, io);
           }
         }
-        if (!(K <= kQ8KC && nr == TR))
+        if (!direct)
           for (int64_t m = m0; m < m1; m++)
             for (int r = 0; r < nr; r++) y[m * N + n0 + r] = acc[(m - m0) * TR + r] + (bias ? bias[n0 + r] : 0.f);
       }
