@@ -62,14 +62,13 @@ static inline void pv_columns(const float* p, int r0, int DVp, int d, const floa
     for (int u = 0; u < U; u++) vstore(acc + int64_t(r0 + r) * DVp + d + u * VL, a[r][u]);
 }
 
-// acc[qv][:] += P . V over the block's nb tiles for every (padded) query vector: 2 * NT vectors of
-// columns at a time where 8 rows of them fit the registers (AVX-512; as scores_tiles), then NT, then one.
+// acc[qv][:] += P . V over the block's nb tiles for every (padded) query vector: kWide vectors of columns
+// at a time (2 * NT where 8 rows of them fit the registers: AVX-512, as scores_tiles; else NT), then one.
 static void pv_block(const float* p, int nqv_pad, int DVp, const float* const* vt, const int* strides, int nb, float* acc) {
   constexpr int kWide = VL == 16 ? 2 * NT : NT;
   for (int r0 = 0; r0 < nqv_pad; r0 += QR) {
     int d = 0;
     for (; d + kWide * VL <= DVp; d += kWide * VL) pv_columns<kWide>(p, r0, DVp, d, vt, strides, nb, acc);
-    for (; d + NT * VL <= DVp; d += NT * VL) pv_columns<NT>(p, r0, DVp, d, vt, strides, nb, acc);
     for (; d < DVp; d += VL) pv_columns<1>(p, r0, DVp, d, vt, strides, nb, acc);
   }
 }
@@ -184,26 +183,23 @@ static void pv_chunks_few(const float* p, int DVp, int d, const FewRows* v, int 
           for (int c = 0; c < DC; c++)
             for (int u = 0; u < NT; u++) a[r][c][u] += x * kv_load<DT>(vb, lane * st + (c * NT + u) * VL);
         }
-    for (int r = 0; r < RQ; r++)
-      for (int c = 0; c < DC; c++)
-        for (int u = 0; u < NT; u++) vstore(acc + int64_t(r) * DVp + d + (c * NT + u) * VL, a[r][c][u]);
-    return;
-  }
-  for (int b = 0; b < nb; b++) {
-    const int64_t st = v->stride[b];
-    const uint8_t* vb = v->rows[b] + int64_t(d) * esz;
-    const float* pb = p + b * TK;
-    for (int lane = 0; lane < TK; lane++) {
-      // The row's lines this call reads, a block of rows ahead (the rows of a head's tiles follow each other).
-      if (DT != 0)
-        for (int o = 0; o < DC * NT * VL * esz; o += 64) pf(vb + (lane + int64_t(BT) * TK) * st * esz + o);
-      vf vv[DC][NT];
-      for (int c = 0; c < DC; c++)
-        for (int u = 0; u < NT; u++) vv[c][u] = kv_load<DT>(vb, lane * st + (c * NT + u) * VL);
-      for (int r = 0; r < RQ; r++) {
-        const float x = pb[r * SK + lane];
+  } else {
+    for (int b = 0; b < nb; b++) {
+      const int64_t st = v->stride[b];
+      const uint8_t* vb = v->rows[b] + int64_t(d) * esz;
+      const float* pb = p + b * TK;
+      for (int lane = 0; lane < TK; lane++) {
+        // The row's lines this call reads, a block of rows ahead (the rows of a head's tiles follow each other).
+        if (DT != 0)
+          for (int o = 0; o < DC * NT * VL * esz; o += 64) pf(vb + (lane + int64_t(BT) * TK) * st * esz + o);
+        vf vv[DC][NT];
         for (int c = 0; c < DC; c++)
-          for (int u = 0; u < NT; u++) a[r][c][u] += x * vv[c][u];
+          for (int u = 0; u < NT; u++) vv[c][u] = kv_load<DT>(vb, lane * st + (c * NT + u) * VL);
+        for (int r = 0; r < RQ; r++) {
+          const float x = pb[r * SK + lane];
+          for (int c = 0; c < DC; c++)
+            for (int u = 0; u < NT; u++) a[r][c][u] += x * vv[c][u];
+        }
       }
     }
   }

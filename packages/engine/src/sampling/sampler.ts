@@ -94,6 +94,13 @@ export class Sampler {
   private readonly rng: Xoshiro128;
   private readonly suppressed: Int32Array;
   private readonly xtcSpecial: ReadonlySet<number>;
+  /**
+   * Whether the options edit the logits before the log-softmax (suppression, bias, penalties); if not
+   * and no allowed-token mask is given, the log-softmax reads them where they are instead of from a copy
+   * (a 1 MiB copy per sequence and token over a 262k vocabulary: most of the sampler's own time in a
+   * batched decode step's CPU profile).
+   */
+  private readonly optionsEditLogits: boolean;
   /** Log-probabilities of the last call (per sampler, so `logprobs` stays valid). */
   private lp = new Float32Array(0);
 
@@ -103,6 +110,9 @@ export class Sampler {
     this.rng = new Xoshiro128(this.seed);
     this.suppressed = Int32Array.from(this.options.suppressedIds);
     this.xtcSpecial = new Set(this.options.xtcSpecialIds);
+    const o = this.options;
+    this.optionsEditLogits = this.suppressed.length > 0 || o.logitBias.length > 0 ||
+      o.repetitionPenalty !== 1 || o.presencePenalty !== 0 || o.frequencyPenalty !== 0;
   }
 
   /** Restart the random stream (e.g. per request). */
@@ -135,11 +145,7 @@ export class Sampler {
     const z = this.lp;
     const o = this.options;
     const sup = this.suppressed;
-    // Whether anything below edits the logits before the log-softmax; if not, the log-softmax reads
-    // them where they are instead of from a copy (a 1 MiB copy per sequence and token over a 262k
-    // vocabulary: most of the sampler's own time in a batched decode step's CPU profile).
-    const edits = sup.length > 0 || !!allowed || o.logitBias.length > 0 ||
-      o.repetitionPenalty !== 1 || o.presencePenalty !== 0 || o.frequencyPenalty !== 0;
+    const edits = this.optionsEditLogits || !!allowed;
     if (edits) z.set(logits);
 
     // 0. suppression
