@@ -14,6 +14,7 @@ export const BENCHES = {
   moe: { script: 'packages/moe/bench/moe.mjs', about: 'MoE routing and expert matmuls (@mlxcel/moe)' },
   audio: { script: 'packages/audio/bench/audio.mjs', about: 'log-mel features and audio encoders (@mlxcel/audio)' },
   decode: { script: 'bench/decode.mjs', about: 'end-to-end decode at real shapes (random q4) vs the read-bandwidth ceiling' },
+  sampler: { script: 'packages/engine/bench/sampler.mjs', about: 'Sampler.sample over a 262k vocabulary: logits read in place vs the copy path, same run (@mlxcel/engine)' },
   structured: { script: 'packages/engine/bench/structured.mjs', about: 'structured output: schema compile time and per-token mask cost vs the decode step (@mlxcel/engine)' },
   vision: { script: 'packages/vision/bench/vision.mjs', about: 'vision towers per image at real shapes (random bf16) vs the GEMM rate, TTFT with an image (@mlxcel/vision)' },
   memory: { script: 'bench/fresh-memory.mjs', about: 'writing into fresh vs reused memory (why activations come from layer arenas, @mlxcel/tensor)' },
