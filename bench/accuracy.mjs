@@ -1,16 +1,18 @@
 #!/usr/bin/env node
 // What `--matmul fast` (16-bit integer activations in quantized matmuls: prefill GEMMs and, on
-// avx512vnni, the decode GEMV), `--matmul int8` (8-bit) and `--matmul mixed` (8-bit for the MLP
-// projections, 16-bit for the rest) cost in accuracy, on every text fixture and on random models at real shapes:
+// avx512vnni, the decode GEMV), `--matmul int8` (8-bit), `--matmul mixed` (8-bit for the MLP
+// projections, 16-bit for the rest) and `--matmul balanced` (8-bit for the MLP's gate/up projections,
+// 16-bit for the rest) cost in accuracy, on every text fixture and on random models at real shapes:
 //   fixtures: for each fixtures/<case>/ with expected.safetensors (prompt, reference logits, greedy
 //             continuation), a trace in each precision (full forward over the prompt + 8 greedy steps)
 //             compared with the reference: max |Δlogit|, greedy ids equal, decided disagreements
 //             (positions where both top-1 margins exceed 0.5 and the top-1 differ). Fixtures with float
 //             weights never take the fast path (it applies to 4-/8-bit MLX affine weights only).
-//   real shapes: random q4 models (--layers deep, default 4) from the real configs, fast, int8 and mixed against
+//   real shapes: random q4 models (--layers deep, default 4) from the real configs, each precision against
 //             exact over a --prompt-token prompt (default 128): the same three measures.
-// The "fast + f16 KV" column is what `mlxcel generate`, `serve` and `bench` run by default: `fast` matmuls
-// and an f16 KV cache (engine defaultKvStorage); unlike the matmul paths it applies to float fixtures too.
+// The "balanced + f16 KV" column is what `mlxcel generate`, `serve` and `bench` run by default: `balanced`
+// matmuls and an f16 KV cache (engine defaultKvStorage); unlike the matmul paths it applies to float
+// fixtures too.
 //   pnpm bench accuracy [--layers 4] [--prompt 128] [--weight-layout auto|rows] [--json]
 // --weight-layout: the layout of the resident 4-bit weights (default auto: the 16-row tile layout where
 // the kernels read it; rows: the checkpoint's), so both layouts' accuracy can be tabled.
@@ -46,10 +48,17 @@ function summary(cmp) {
   };
 }
 
-// mode: a matmul precision, or 'fast+kv16' (fast matmuls and an f16 KV cache: the CLI's default run).
+// The integer-activation precisions compared with exact, and the CLI's default run (DEFAULT_RUN:
+// `balanced` matmuls and an f16 KV cache, what `mlxcel generate`, `serve` and `bench` run).
+const PRECISIONS = ['fast', 'int8', 'mixed', 'balanced'];
+const DEFAULT_RUN = 'balanced+kv16';
+const LABEL = { 'balanced+kv16': 'balanced + f16 KV' };
+const label = (m) => LABEL[m] ?? m;
+
+// mode: a matmul precision, or 'P+kv16' (precision P and an f16 KV cache).
 function traceFile(model, ids, mode, name, decode, extra = {}) {
-  const kv16 = mode === 'fast+kv16';
-  setMatmulPrecision(kv16 ? 'fast' : mode);
+  const kv16 = mode.endsWith('+kv16');
+  setMatmulPrecision(kv16 ? mode.slice(0, -'+kv16'.length) : mode);
   const r = traceModel(model, ids, { decode, ...extra, ...(kv16 ? { kvCache: 'f16' } : {}) });
   const path = join(tmp, `${name}-${mode}.safetensors`);
   writeTrace(path, r, model.vocabSize);
@@ -76,7 +85,7 @@ try {
       extra = { embeddingOverrides: t.overrides, atomicSpans: t.spans, decodeEmbedding: t.decodeEmbedding };
       row.case += ' (with its image)';
     }
-    for (const mode of ['exact', 'fast', 'int8', 'mixed', 'fast+kv16']) row[mode] = summary(compareTraces(traceFile(loaded.model, ids, mode, c, decode, extra), exp, { marginThreshold: MARGIN }));
+    for (const mode of ['exact', ...PRECISIONS, DEFAULT_RUN]) row[mode] = summary(compareTraces(traceFile(loaded.model, ids, mode, c, decode, extra), exp, { marginThreshold: MARGIN }));
     rows.push(row);
   }
   const MODELS = {
@@ -84,16 +93,15 @@ try {
     'Gemma 4 E2B': 'fixtures/configs/gemma-4-E2B-it.json',
     'Phi-3.5-mini': 'fixtures/configs/Phi-3.5-mini-instruct.json',
   };
-  for (const [label, cfg] of Object.entries(MODELS)) {
-    const model = randomModel(readJson(join(root, cfg), label), { layers, quantize: { bits: 4, groupSize: 64 }, seed: 0 });
+  for (const [name, cfg] of Object.entries(MODELS)) {
+    const model = randomModel(readJson(join(root, cfg), name), { layers, quantize: { bits: 4, groupSize: 64 }, seed: 0 });
     let x = 7;
     const ids = Int32Array.from({ length: promptLen }, () => ((x = (Math.imul(x, 1103515245) + 12345) >>> 0) % 30000) + 100);
-    const exact = traceFile(model, ids, 'exact', label, 8);
-    const vsExact = (mode) => summary(compareTraces(traceFile(model, ids, mode, label, 8), exact, { marginThreshold: MARGIN }));
-    rows.push({
-      case: `${label} random q4, ${layers} layers`, quantized: true, prompt_tokens: promptLen,
-      fast_vs_exact: vsExact('fast'), int8_vs_exact: vsExact('int8'), mixed_vs_exact: vsExact('mixed'), fast_kv16_vs_exact: vsExact('fast+kv16'),
-    });
+    const exact = traceFile(model, ids, 'exact', name, 8);
+    const vsExact = (mode) => summary(compareTraces(traceFile(model, ids, mode, name, 8), exact, { marginThreshold: MARGIN }));
+    const row = { case: `${name} random q4, ${layers} layers`, quantized: true, prompt_tokens: promptLen };
+    for (const mode of [...PRECISIONS, DEFAULT_RUN]) row[`${mode}_vs_exact`] = vsExact(mode);
+    rows.push(row);
   }
 } finally {
   setMatmulPrecision('exact');
@@ -106,9 +114,13 @@ else {
   const cell = (s) => `${s.max_abs_logit_diff.toExponential(2)} / ${s.greedy_ids_equal === null ? '-' : s.greedy_ids_equal ? 'equal' : 'DIFFER'} / ${s.decided_disagreements}`;
   console.log(`matmul precision and KV storage accuracy (${cpuInfo().isa}, ${layoutNote}; decided = both top-1 margins > ${MARGIN} and top-1 differ)`);
   console.log('each cell: max abs dlogit / greedy ids / decided disagreements');
-  console.log('| case | weights | prompt | exact vs reference | fast vs reference | int8 vs reference | mixed vs reference | fast + f16 KV vs reference | fast vs exact | int8 vs exact | mixed vs exact | fast + f16 KV vs exact |');
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
+  const modes = [...PRECISIONS, DEFAULT_RUN];
+  const head = ['case', 'weights', 'prompt', 'exact vs reference', ...modes.map((m) => `${label(m)} vs reference`), ...modes.map((m) => `${label(m)} vs exact`)];
+  console.log(`| ${head.join(' | ')} |`);
+  console.log(`|${head.map(() => '---|').join('')}`);
   const c = (s) => (s ? cell(s) : '-');
-  for (const r of rows)
-    console.log(`| ${r.case} | ${r.quantized ? 'quantized' : 'float'} | ${r.prompt_tokens} | ${c(r.exact)} | ${c(r.fast)} | ${c(r.int8)} | ${c(r.mixed)} | ${c(r['fast+kv16'])} | ${c(r.fast_vs_exact)} | ${c(r.int8_vs_exact)} | ${c(r.mixed_vs_exact)} | ${c(r.fast_kv16_vs_exact)} |`);
+  for (const r of rows) {
+    const cells = [r.case, r.quantized ? 'quantized' : 'float', r.prompt_tokens, c(r.exact), ...modes.map((m) => c(r[m])), ...modes.map((m) => c(r[`${m}_vs_exact`]))];
+    console.log(`| ${cells.join(' | ')} |`);
+  }
 }

@@ -28,7 +28,7 @@ const layers = flag('layers') ? Number(flag('layers')) : undefined;
 const promptTokens = Number(flag('prompt', '64'));
 const genTokens = Number(flag('gen', '16'));
 const json = args.includes('--json');
-const matmul = flag('matmul', 'fast'); // as `mlxcel bench`: integer-activation prefill GEMMs unless --matmul exact
+const matmul = flag('matmul', 'balanced'); // as `mlxcel bench`: integer-activation matmuls unless --matmul exact
 setMatmulPrecision(matmul);
 
 const info = cpuInfo();

@@ -4,7 +4,7 @@
 // model's shapes loaded twice (resident, one copy per layout), then turns alternating (each layout goes
 // first in half the repetitions), greedy decode from the same prompt, and the median of the paired
 // per-repetition ratios, so the machine's bandwidth swings hit both layouts alike.
-//   node bench/layouts-decode.mjs [--model gemma3n|gemma4|phi35] [--layers N] [--prompt 64] [--gen 32] [--reps 6] [--matmul fast]
+//   node bench/layouts-decode.mjs [--model gemma3n|gemma4|phi35] [--layers N] [--prompt 64] [--gen 32] [--reps 6] [--matmul balanced]
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { weightTileLayout, setMatmulPrecision } from '../packages/core-native/lib/index.js';
@@ -30,7 +30,7 @@ if (!weightTileLayout()) {
 }
 const layers = flag('layers') ? Number(flag('layers')) : undefined;
 const promptLen = Number(flag('prompt', '64')), gen = Number(flag('gen', '32')), reps = Number(flag('reps', '6'));
-const precision = setMatmulPrecision(flag('matmul', 'fast'));
+const precision = setMatmulPrecision(flag('matmul', 'balanced'));
 setWeightPlacement('resident');
 const config = readJson(join(root, CONFIGS[name]), name);
 const load = (layout) => {

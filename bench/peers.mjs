@@ -6,14 +6,14 @@
 // probe just before it. Reports the best repetition of each engine (this machine's noise only ever
 // slows a run down) and the ratios.
 //   pnpm bench peers [--models gemma3n,gemma4,phi35] [--quant q4,q8] [--layers N] [--prompt 512]
-//                    [--gen 128] [--reps 2] [--threads N] [--matmul fast|exact|int8|mixed[,...]] [--warmup 16|N|prompt]
+//                    [--gen 128] [--reps 2] [--threads N] [--matmul balanced|fast|exact|int8|mixed[,...]] [--warmup 16|N|prompt]
 //                    [--kv-cache f32|f16|bf16|q8|k8v4] [--llama-kv-cache F16|F32|Q8_0] [--json]
 // --kv-cache: our KV cache storage (as `mlxcel bench --kv-cache`; default as there: f16, f32 with --matmul exact);
 // --llama-kv-cache: llama.cpp's K and V cache type (default F16, node-llama-cpp's and llama.cpp's own).
 // Both default to 16-bit caches (ours f16 on the fast paths, llama.cpp F16).
-// --matmul: our matmul precision (as `mlxcel bench`; fast by default: 16-bit integer activations in
-// prefill GEMMs; int8: 8-bit ones, like llama.cpp's Q8 activations; mixed: 8-bit in the MLP projections,
-// 16-bit elsewhere). A comma list measures ours in each precision within every repetition, against the
+// --matmul: our matmul precision (as `mlxcel bench`; balanced by default: 8-bit integer activations in
+// the MLP's gate/up projections, 16-bit elsewhere; fast: 16-bit everywhere; int8: 8-bit everywhere, like
+// llama.cpp's Q8 activations; mixed: 8-bit in all MLP projections, 16-bit elsewhere). A comma list measures ours in each precision within every repetition, against the
 // same llama.cpp runs: one row per model and precision.
 // node-llama-cpp is a dependency of this benchmark only (bench/peers/package.json), installed here on
 // first use into the node_modules folder of bench/peers/. GGUF files are cached under ~/.cache/mlxcel/peers
@@ -82,10 +82,10 @@ if (!Number.isInteger(warmup) || warmup < 1) {
   console.error(`--warmup must be a positive integer or 'prompt', got '${warmupFlag}'`);
   process.exit(2);
 }
-const matmul = flag('matmul', 'fast');
+const matmul = flag('matmul', 'balanced');
 const matmuls = matmul.split(',');
-if (!matmuls.length || matmuls.some((m) => !['fast', 'exact', 'int8', 'mixed'].includes(m)) || new Set(matmuls).size !== matmuls.length) {
-  console.error(`--matmul must be fast, exact, int8 or mixed (or a comma list of distinct ones), got '${matmul}'`);
+if (!matmuls.length || matmuls.some((m) => !['balanced', 'fast', 'exact', 'int8', 'mixed'].includes(m)) || new Set(matmuls).size !== matmuls.length) {
+  console.error(`--matmul must be balanced, fast, exact, int8 or mixed (or a comma list of distinct ones), got '${matmul}'`);
   process.exit(2);
 }
 const kvCache = flag('kv-cache');

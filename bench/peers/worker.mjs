@@ -1,7 +1,7 @@
 // One measurement of `pnpm bench peers` in its own process (so each engine's peak RSS is its own):
 //   worker.mjs bandwidth                                  read bandwidth (GB/s), streaming sum over 1 GiB
 //   worker.mjs gguf  <model> <bits> <layers|0> <path>      write the model's random checkpoint as GGUF
-//   worker.mjs ours  <model> <bits> <layers|0> <prompt> <gen> <exact|fast|int8|mixed> [warmup] [kv-cache]
+//   worker.mjs ours  <model> <bits> <layers|0> <prompt> <gen> <exact|fast|int8|mixed|balanced> [warmup] [kv-cache]
 //   worker.mjs llama <gguf> <prompt> <gen> <threads> [warmup] [F16|F32|BF16|Q8_0|Q4_0]
 // Prints one JSON line.
 import { existsSync } from 'node:fs';
@@ -103,7 +103,7 @@ async function llama(path, prompt, gen, threads, warmup, kvType = 'F16') {
 const jobs = {
   bandwidth: () => bandwidth(),
   gguf: () => gguf(a[0], Number(a[1]), Number(a[2]), a[3]),
-  ours: () => ours(a[0], Number(a[1]), Number(a[2]), Number(a[3]), Number(a[4]), a[5] ?? 'fast', Number(a[6] ?? 16), a[7] ?? ''),
+  ours: () => ours(a[0], Number(a[1]), Number(a[2]), Number(a[3]), Number(a[4]), a[5] ?? 'balanced', Number(a[6] ?? 16), a[7] ?? ''),
   llama: () => llama(a[0], Number(a[1]), Number(a[2]), Number(a[3]), Number(a[4] ?? 16), a[5] ?? 'F16'),
 };
 if (!jobs[job]) {

@@ -1,26 +1,28 @@
 /**
- * `--matmul exact|fast|int8`, the one switch between the f32-exact matmuls and the integer-activation
- * paths of quantized prefill GEMMs (@mlxcel/core-native setMatmulPrecision): fast = 16-bit activations
- * (two int8 digit planes), int8 = 8-bit, mixed = 8-bit for the feed-forward (MLP) projections and 16-bit
- * for the rest. generate, serve and bench default to fast; trace defaults to exact (its output is
- * compared with reference logits).
+ * `--matmul exact|fast|int8|mixed|balanced`, the one switch between the f32-exact matmuls and the
+ * integer-activation paths of quantized matmuls (@mlxcel/core-native setMatmulPrecision): fast = 16-bit
+ * activations (two int8 digit planes), int8 = 8-bit, mixed = 8-bit for the feed-forward (MLP)
+ * projections and 16-bit for the rest, balanced = 8-bit for the MLP's gate/up projections only and
+ * 16-bit for the rest. generate, serve and bench default to balanced (the fastest path with no decided
+ * disagreement on any fixture, docs/benchmarks.md); trace defaults to exact (its output is compared
+ * with reference logits).
  */
 import type { Command } from 'commander';
 import { setMatmulPrecision } from '@mlxcel/core-native';
 import { UsageError } from './errors.js';
 
-export type MatmulPrecision = 'exact' | 'fast' | 'int8' | 'mixed';
-const PRECISIONS: readonly string[] = ['exact', 'fast', 'int8', 'mixed'];
+export type MatmulPrecision = 'exact' | 'fast' | 'int8' | 'mixed' | 'balanced';
+const PRECISIONS: readonly string[] = ['exact', 'fast', 'int8', 'mixed', 'balanced'];
 
 function precisionFlag(v: string): MatmulPrecision {
-  if (!PRECISIONS.includes(v)) throw new UsageError(`--matmul must be "exact", "fast", "int8" or "mixed", got "${v}"`);
+  if (!PRECISIONS.includes(v)) throw new UsageError(`--matmul must be "exact", "fast", "int8", "mixed" or "balanced", got "${v}"`);
   return v as MatmulPrecision;
 }
 
 export function addMatmulFlag(cmd: Command, dflt: MatmulPrecision): Command {
   return cmd.option(
     '--matmul <precision>',
-    'exact: f32 activations in every matmul; fast: quantized prefill GEMMs on 16-bit integer activations; int8: on 8-bit ones; mixed: 8-bit for the MLP projections, 16-bit for the rest (accuracy cost of each in docs/benchmarks.md)',
+    'exact: f32 activations in every matmul; fast: quantized matmuls on 16-bit integer activations; int8: on 8-bit ones; mixed: 8-bit for the MLP projections, 16-bit for the rest; balanced: 8-bit for the MLP gate/up projections, 16-bit for the rest (accuracy cost of each in docs/benchmarks.md)',
     precisionFlag,
     dflt,
   );

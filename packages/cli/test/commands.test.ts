@@ -74,8 +74,9 @@ describe('bench --random', () => {
     expect(j.weight_layout).toBe('auto');
     if (j.weight_memory === 'resident' && weightTileLayout()) expect(j.weight_tiled_bytes).toBeGreaterThan(0);
     else expect(j.weight_tiled_bytes).toBe(0);
-    // The fast path's KV cache (engine defaultKvStorage): f16 unless --matmul exact or --kv-cache says otherwise.
-    expect(j.matmul).toBe('fast');
+    // The default matmul precision, and its KV cache (engine defaultKvStorage): f16 unless --matmul exact
+    // or --kv-cache says otherwise.
+    expect(j.matmul).toBe('balanced');
     expect(j.kv_cache).toBe('f16');
   });
 

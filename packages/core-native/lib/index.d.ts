@@ -21,11 +21,13 @@ export interface NativeWeight {
   bits?: 2 | 3 | 4 | 5 | 6 | 8;
   groupSize?: 32 | 64 | 128;
   /**
-   * A feed-forward (MLP) weight: under the `mixed` matmul precision its integer-activation matmuls take
-   * 8-bit activations, every other weight's 16-bit ones. Any dtype; only MLX affine weights take
-   * integer activations at all.
+   * A feed-forward (MLP) weight, and where it sits: "input" (gate / up: a projection of the block's
+   * normalized input), "output" (down: over the gated product), or true (role not stated). Under the
+   * `mixed` matmul precision every such weight's integer-activation matmuls take 8-bit activations;
+   * under `balanced` only "input" ones do. Every other weight takes 16-bit ones. Any dtype; only MLX
+   * affine weights take integer activations at all.
    */
-  ffn?: boolean;
+  ffn?: boolean | 'input' | 'output';
   /**
    * MLX affine only: 0 (default) the checkpoint's row layout; 1 the 16-row tile layout written by
    * `packWeightTiles` (4-bit codes, rows % 16 == 0, cols % 128 == 0), read by `matmul` and `gather` where
@@ -84,9 +86,10 @@ export declare function matmul(x: Float32Array, M: number, w: NativeWeight, bias
  * dot products (VNNI / AVX2 / Arm SDOT variants; others stay exact). "int8": the same with one int8
  * plane (error <= 1/254; faster still, see docs/benchmarks.md). "mixed": "int8" for the weights marked
  * feed-forward (NativeWeight.ffn: the MLP projections, most of a prefill's multiply-adds), "fast" for the
- * others. Returns the mode set.
+ * others. "balanced": "int8" only for the MLP's input projections (NativeWeight.ffn === "input": gate /
+ * up), "fast" for the rest (the down projection included). Returns the mode set.
  */
-export type MatmulPrecision = 'exact' | 'fast' | 'int8' | 'mixed';
+export type MatmulPrecision = 'exact' | 'fast' | 'int8' | 'mixed' | 'balanced';
 export declare function setMatmulPrecision(mode: MatmulPrecision): MatmulPrecision;
 export declare function matmulPrecision(): MatmulPrecision;
 export declare function gather(ids: Int32Array, w: NativeWeight, out: Float32Array): void;

@@ -167,11 +167,17 @@ WeightRef weight_arg(const Napi::Value& v, const char* fn, const char* name) {
   r.cols = weight_int(get(kKeyCols), fn, name, kKeyCols, 1, int64_t(1) << 40);
   Bytes data = bytes_arg(get(kKeyData), fn, field(kKeyData).c_str());
   r.data = data.data;
-  // Optional on every dtype (a float weight marked ffn takes the exact path like any float weight).
+  // Optional on every dtype (a float weight marked ffn takes the exact path like any float weight):
+  // true / false, or the role "input" (gate / up) / "output" (down).
   const Napi::Value ffn = get(kKeyFfn);
   if (!ffn.IsUndefined() && !ffn.IsNull()) {
-    if (!ffn.IsBoolean()) throw_type(env, w() + ".ffn must be a boolean when given");
-    r.ffn = ffn.As<Napi::Boolean>().Value();
+    if (ffn.IsBoolean()) r.ffn = ffn.As<Napi::Boolean>().Value() ? kFfnAny : kFfnNone;
+    else {
+      const std::string role = ffn.IsString() ? ffn.As<Napi::String>().Utf8Value() : std::string();
+      if (role == "input") r.ffn = kFfnInput;
+      else if (role == "output") r.ffn = kFfnOutput;
+      else throw_type(env, w() + ".ffn must be a boolean, \"input\" or \"output\" when given");
+    }
   }
   if (r.dtype != kQAffine) {
     size_t need = size_t(count_of(env, fn, r.rows, r.cols)) * (r.dtype == kF32 ? 4 : 2);

@@ -23,9 +23,9 @@ struct WeightRef {
   int scale_dtype = kF32;
   int bits = 0;
   int group = 0;
-  // A feed-forward (MLP) weight: in the "mixed" matmul precision its integer-activation matmuls take
-  // 8-bit activations while every other weight takes 16-bit ones (bind_matmul.cc). Read by no kernel.
-  bool ffn = false;
+  // Where the weight sits in a feed-forward (MLP) block (FfnRole): picks its activation width in the
+  // "mixed" and "balanced" matmul precisions (bind_matmul.cc). Read by no kernel.
+  int ffn = 0;
   // kWeightRows: row r's codes at data + r * cols * bits / 8, its scales / biases at r * groups.
   // kWeightTiles16 (4- or 8-bit codes; rows % 16 == 0, cols % 128 (4-bit) or 64 (8-bit) == 0; written by
   // packWeightTiles): 16 rows interleaved one 32-bit code word (8 codes low nibble first, or 4 bytes) at
@@ -36,6 +36,9 @@ struct WeightRef {
   int layout = 0;
 };
 enum WeightLayout : int { kWeightRows = 0, kWeightTiles16 = 1 };
+// WeightRef::ffn. kFfnInput: a projection of the block's (normalized) input, gate / up; kFfnOutput: the
+// down projection, whose input is the gated product; kFfnAny: an MLP weight of unstated role.
+enum FfnRole : int { kFfnNone = 0, kFfnAny = 1, kFfnInput = 2, kFfnOutput = 3 };
 // Whether an MLX affine weight's shape can take kWeightTiles16 (whole tiles, whole 64-byte chunks).
 inline bool tiles_shape_ok(const WeightRef& w) {
   return w.rows % 16 == 0 && ((w.bits == 4 && w.cols % 128 == 0) || (w.bits == 8 && w.cols % 64 == 0));

@@ -30,15 +30,17 @@ function run(x: Float32Array, M: number, w: native.NativeWeight, bias: Float32Ar
 }
 
 describe('setMatmulPrecision', () => {
-  it('defaults to exact, takes exact | fast | int8 | mixed, and names the modes in its error', () => {
+  it('defaults to exact, takes exact | fast | int8 | mixed | balanced, and names the modes in its error', () => {
     expect(native.matmulPrecision()).toBe('exact');
     expect(native.setMatmulPrecision('int8')).toBe('int8');
     expect(native.matmulPrecision()).toBe('int8');
     expect(native.setMatmulPrecision('mixed')).toBe('mixed');
     expect(native.matmulPrecision()).toBe('mixed');
+    expect(native.setMatmulPrecision('balanced')).toBe('balanced');
+    expect(native.matmulPrecision()).toBe('balanced');
     expect(native.setMatmulPrecision('fast')).toBe('fast');
     expect(native.matmulPrecision()).toBe('fast');
-    expect(() => native.setMatmulPrecision('int4' as 'fast')).toThrow(/"exact", "fast", "int8" or "mixed"/);
+    expect(() => native.setMatmulPrecision('int4' as 'fast')).toThrow(/"exact", "fast", "int8", "mixed" or "balanced"/);
     expect(native.matmulPrecision()).toBe('fast');
   });
 
@@ -57,11 +59,33 @@ describe('setMatmulPrecision', () => {
     }
   });
 
-  it('rejects a non-boolean ffn, naming the field', () => {
+  // "balanced" is the same per-weight choice by role: only ffn "input" (gate / up) weights take int8's
+  // result; "output" (down), role-less ffn and unmarked weights take fast's. "mixed" gives int8 to every role.
+  it('balanced: only an ffn "input" weight gets the int8 result; mixed gives it to every ffn role', () => {
+    const N = 48, K = 512;
+    const q = randomQ(N, K, 4, 64, 2, 93);
+    const plain = nativeQ(q);
+    const input: native.NativeWeight = { ...plain, ffn: 'input' }, output: native.NativeWeight = { ...plain, ffn: 'output' };
+    const any: native.NativeWeight = { ...plain, ffn: true };
+    for (const M of [1, 8, 40]) {
+      const x = randF32(M * K, 70 + M, -2, 2);
+      const fast = run(x, M, plain, null, 'fast'), int8 = run(x, M, plain, null, 'int8');
+      const integer = (M > 16 ? FAST_BITS : GEMV_FAST_BITS)[initialIsa]?.includes(4);
+      if (integer) expect(fast, `fast and int8 differ at M=${M} (else this test proves nothing)`).not.toEqual(int8);
+      expect(run(x, M, input, null, 'balanced'), `input M=${M}`).toEqual(int8);
+      expect(run(x, M, output, null, 'balanced'), `output M=${M}`).toEqual(fast);
+      expect(run(x, M, any, null, 'balanced'), `ffn: true M=${M}`).toEqual(fast);
+      expect(run(x, M, plain, null, 'balanced'), `plain M=${M}`).toEqual(fast);
+      for (const w of [input, output, any]) expect(run(x, M, w, null, 'mixed'), `mixed ffn ${String(w.ffn)} M=${M}`).toEqual(int8);
+    }
+  });
+
+  it('rejects an ffn mark other than a boolean, "input" or "output", naming the field', () => {
+    const msg = /weight\.ffn must be a boolean, "input" or "output"/;
     const w = { ...nativeQ(randomQ(4, 64, 4, 64, 2, 3)), ffn: 1 } as unknown as native.NativeWeight;
-    expect(() => native.matmul(new Float32Array(64), 1, w, null, new Float32Array(4))).toThrow(/weight\.ffn must be a boolean/);
+    expect(() => native.matmul(new Float32Array(64), 1, w, null, new Float32Array(4))).toThrow(msg);
     const fw = { dtype: 0, data: new Float32Array(4 * 64), rows: 4, cols: 64, ffn: 'yes' } as unknown as native.NativeWeight;
-    expect(() => native.matmul(new Float32Array(64), 1, fw, null, new Float32Array(4))).toThrow(/weight\.ffn must be a boolean/);
+    expect(() => native.matmul(new Float32Array(64), 1, fw, null, new Float32Array(4))).toThrow(msg);
   });
 });
 

@@ -4,10 +4,11 @@
 // measured in the same run. Decode streams every weight once per step whatever the batch, so the
 // aggregate rate should grow almost linearly until the per-row arithmetic or attention shows.
 //
-// Matmul precision as `mlxcel serve` runs it (fast: 16-bit integer activations in quantized matmuls,
-// decode GEMVs included) unless --matmul says otherwise; every precision keeps batched == single.
+// Matmul precision as `mlxcel serve` runs it (balanced: integer activations in quantized matmuls, decode
+// GEMVs included, 8-bit in the MLP's gate/up projections and 16-bit elsewhere) unless --matmul says
+// otherwise; every precision keeps batched == single.
 //
-//   node packages/engine/bench/batch.mjs [--model gemma3n|gemma4|phi35] [--layers N] [--prompt 32] [--gen 32] [--batches 1,2,4,8] [--matmul fast|exact|int8|mixed] [--weight-memory resident|mapped] [--weight-layout auto|rows] [--bits 4|8] [--kv-cache f32|f16|bf16|q8|k8v4] [--profile]
+//   node packages/engine/bench/batch.mjs [--model gemma3n|gemma4|phi35] [--layers N] [--prompt 32] [--gen 32] [--batches 1,2,4,8] [--matmul balanced|fast|exact|int8|mixed] [--weight-memory resident|mapped] [--weight-layout auto|rows] [--bits 4|8] [--kv-cache f32|f16|bf16|q8|k8v4] [--profile]
 // --profile: per batch size, the native kernel time per op kind over the decode steps (prefill
 // excluded: counting starts once every prompt has its first token) and what is left of the wall time
 // (JS, scheduling, waiting), per decode step.
@@ -34,7 +35,7 @@ const layers = flag('layers') ? Number(flag('layers')) : undefined;
 const promptLen = Number(flag('prompt', '32'));
 const gen = Number(flag('gen', '32'));
 const batches = flag('batches', '1,2,4,8').split(',').map(Number);
-const precision = setMatmulPrecision(flag('matmul', 'fast'));
+const precision = setMatmulPrecision(flag('matmul', 'balanced'));
 if (flag('weight-memory')) setWeightPlacement(flag('weight-memory'));
 if (flag('weight-layout')) setWeightLayout(flag('weight-layout'));
 const profile = args.includes('--profile');

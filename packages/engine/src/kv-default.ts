@@ -1,7 +1,8 @@
 /**
  * The KV cache storage a run gets when it names none, by matmul precision: 'f32' on the exact path
  * (`mlxcel trace`, the fixture tests, library callers that keep the default precision), 'f16' on the
- * fast paths (`fast`, `int8`, `mixed`: what `mlxcel generate`, `serve` and `bench` run by default).
+ * integer-activation paths (`balanced`, `fast`, `int8`, `mixed`; `balanced` is what `mlxcel generate`,
+ * `serve` and `bench` run by default).
  *
  * Why f16 there: a decode step reads the whole cache once, so f16 halves those bytes and the cache's
  * memory (Phi-3.5-mini: 786 KB of f32 K and V per position, ~450 MB read per token at 576 positions

@@ -149,9 +149,9 @@ describe('BatchScheduler', () => {
   for (const [name, cfg] of configs)
     it(`${name} random q4: a decode step of 16 sequences gives each the logits it gets alone (bit for bit), and 16 concurrent greedy streams equal 16 single runs`, async () => {
       const model = randomModel(cfg, { quantize: { bits: 4, groupSize: 64 }, seed: 2 });
-      // In every matmul precision (fast / int8 / mixed: integer activations in the GEMV on avx512vnni).
+      // In every matmul precision (fast / int8 / mixed / balanced: integer activations in the GEMV on avx512vnni).
       try {
-        for (const precision of ['exact', 'fast', 'int8', 'mixed'] as const) {
+        for (const precision of ['exact', 'fast', 'int8', 'mixed', 'balanced'] as const) {
           setMatmulPrecision(precision);
           const together = prompts16.map(() => model.newState()), alone = prompts16.map(() => model.newState());
           prompts16.forEach((p, i) => {

@@ -6,7 +6,7 @@
  */
 import {
   Embedding, LayerNorm, Linear, MlxcelError, RMSNorm, loadVector, loadWeight, placeWeight, quantConfigOf,
-  type QuantConfig, type WeightStore,
+  type FfnRole, type QuantConfig, type WeightStore,
 } from '@mlxcel/tensor';
 import { WeightStats } from './weight-stats.js';
 
@@ -42,9 +42,9 @@ export class WeightLoader {
    * `path.weight` as a Linear [out, in] (quantized iff `path.scales` exists), shape-checked. `bias`: the
    * config declares one (then `path.bias` [out] is required) or not (then a stored one is an error).
    */
-  linear(path: string, shape: [number, number], opts: { bias?: boolean; ffn?: boolean } = {}): Linear {
+  linear(path: string, shape: [number, number], opts: { bias?: boolean; ffn?: FfnRole } = {}): Linear {
     const l = this.linearAt(this.prefix + path, shape, opts.bias ?? false);
-    return opts.ffn ? l.markFeedForward() : l;
+    return opts.ffn ? l.markFeedForward(opts.ffn) : l;
   }
 
   /** Like `linear` but null when `path.weight` is absent. */
@@ -54,15 +54,15 @@ export class WeightLoader {
 
   /**
    * `path.weight` as a Linear whose row count the caller validates (a width read from the checkpoint);
-   * `cols` is checked. `ffn`: a feed-forward projection (Linear.markFeedForward).
+   * `cols` is checked. `ffn`: a feed-forward projection and its role (Linear.markFeedForward).
    */
-  linearRows(path: string, cols: number, opts: { ffn?: boolean } = {}): Linear {
+  linearRows(path: string, cols: number, opts: { ffn?: FfnRole } = {}): Linear {
     const l = Linear.load(this.store, this.prefix + path, { quant: this.quant, bias: false });
     if (l.inFeatures !== cols)
       throw new MlxcelError('E_SHAPE', `${this.prefix}${path}.weight: ${l.inFeatures} input columns but the config implies ${cols}`);
     this.stats.streamed(l.weight);
     placeWeight(l.weight);
-    return opts.ffn ? l.markFeedForward() : l;
+    return opts.ffn ? l.markFeedForward(opts.ffn) : l;
   }
 
   /** An embedding table [rows, dim] (quantized or not); one row is read per token. */

@@ -13,7 +13,7 @@ export * as ops from './ops.js';
 export { floats, freshBuffer, outputFloats, persistentFloats, withLayerArenas, layerArenaBytes, setArenaPoison, ARENA_KEEP_BYTES, ARENA_MIN_BYTES, LARGE_ARRAY_BYTES } from './buffers.js';
 export {
   Linear, Embedding, RMSNorm, LayerNorm, loadWeight, loadVector, quantConfigOf, quantParamsFor,
-  type QuantConfig, type LoadOptions,
+  type QuantConfig, type LoadOptions, type FfnRole,
 } from './nn.js';
 export * as reference from './reference.js';
 export { openExpected, maxAbsDiff, relMaxDiff, errorOf, type ExpectedTensors } from './testing.js';

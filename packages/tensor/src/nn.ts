@@ -8,6 +8,9 @@ import type { WeightStore } from './checkpoint.js';
 import * as ops from './ops.js';
 import { QuantizedWeight, Weight, type QuantParams } from './weight.js';
 
+/** Where a feed-forward (MLP) projection sits: 'input' = gate / up, 'output' = down (Linear.markFeedForward). */
+export type FfnRole = 'input' | 'output';
+
 /** The `quantization` / `quantization_config` block of config.json (global + per-path overrides). */
 export type QuantConfig = { group_size?: number; bits?: number; mode?: string } & Record<string, unknown>;
 
@@ -84,12 +87,14 @@ export class Linear {
   }
 
   /**
-   * Marks this as a feed-forward (MLP) projection: under `setMatmulPrecision('mixed')` its quantized
-   * matmuls take 8-bit activations (most of a prefill's multiply-adds), the others 16-bit ones. No effect
-   * on float weights or in the other precisions.
+   * Marks this as a feed-forward (MLP) projection, `role` saying where it sits: 'input' (gate / up,
+   * over the block's normalized input) or 'output' (down, over the gated product). Under
+   * `setMatmulPrecision('mixed')` every such weight's quantized matmuls take 8-bit activations (most of
+   * a prefill's multiply-adds), under 'balanced' only the 'input' ones; the others take 16-bit ones. No
+   * effect on float weights or in the other precisions.
    */
-  markFeedForward(): this {
-    this.weight.native.ffn = true;
+  markFeedForward(role: FfnRole): this {
+    this.weight.native.ffn = role;
     return this;
   }
 

@@ -205,7 +205,7 @@ export function registerBench(program: Command): void {
     .option('--profile', 'also print native time per op kind in the measured prefill and decode')
     .option('--profile-shapes', 'as --profile, with each matmul kind split by weight shape [rows x cols]')
     .option('--json', 'print the result as JSON');
-  addWeightMemoryFlag(addMatmulFlag(cmd, 'fast'))
+  addWeightMemoryFlag(addMatmulFlag(cmd, 'balanced'))
     .action(async (o: Record<string, unknown>) => {
       // Before any model is built: --profile times one stream, and is never dropped silently.
       if ((o.profile || o.profileShapes) && (o.concurrency as number) > 1) throw new UsageError('--profile measures one stream: drop --concurrency');

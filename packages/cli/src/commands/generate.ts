@@ -43,7 +43,7 @@ export function registerGenerate(program: Command): void {
     .option('--max-soft-tokens <n>', 'Gemma 4: soft-token budget per image (70, 140, 280, 560, 1120)', int('--max-soft-tokens', 1))
     .option('--no-vision', 'do not load the vision tower (saves its memory; image input is refused)')
     .option('--json', 'print one JSON object (text, token ids, stats) instead of streaming');
-  addMatmulFlag(cmd, 'fast');
+  addMatmulFlag(cmd, 'balanced');
   addWeightMemoryFlag(cmd);
   addSamplingFlags(cmd).action(async (o: Record<string, unknown>) => {
     applyMatmulPrecision(o);

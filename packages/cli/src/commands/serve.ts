@@ -48,7 +48,7 @@ export function registerServe(program: Command): void {
     .option('--allow-local-files <dir>', 'let image_url parts name files (a path or file: URL) inside this folder; regular files only, symlinks must stay inside (default: data: URLs only; remote URLs are never fetched)')
     .option('--kv-budget <MiB>', 'KV memory for the running sequences and the prefix cache together; a request waits until its KV need (prompt + max_tokens) fits (default: half the available memory)', mebibytes('--kv-budget'))
     .option('--no-prefix-cache', 'do not reuse the KV of prompt prefixes across requests (by default a prompt that starts like an earlier one prefills only the rest)');
-  addWeightMemoryFlag(addMatmulFlag(cmd, 'fast'))
+  addWeightMemoryFlag(addMatmulFlag(cmd, 'balanced'))
     .action(async (o: Record<string, unknown>) => {
       applyMatmulPrecision(o);
       applyWeightMemory(o);

@@ -98,9 +98,9 @@ export function loadGemma3nWeights(
     return {
       attn,
       mlp: new GemmaMLP(
-        ld.linear(`${p}mlp.gate_proj`, [I, H], { ffn: true }),
-        ld.linear(`${p}mlp.up_proj`, [I, H], { ffn: true }),
-        ld.linear(`${p}mlp.down_proj`, [H, I], { ffn: true }),
+        ld.linear(`${p}mlp.gate_proj`, [I, H], { ffn: 'input' }),
+        ld.linear(`${p}mlp.up_proj`, [I, H], { ffn: 'input' }),
+        ld.linear(`${p}mlp.down_proj`, [H, I], { ffn: 'output' }),
         cfg.activationSparsity[l],
       ),
       altup,

@@ -138,12 +138,12 @@ export function loadGemma4Weights(
  */
 function loadMlp(ld: WeightLoader, cfg: Gemma4Config, l: number): GemmaMLP {
   const p = `layers.${l}.mlp.`, H = cfg.hiddenSize, want = cfg.intermediateSizes[l]!;
-  const gate = ld.linearRows(`${p}gate_proj`, H, { ffn: true });
+  const gate = ld.linearRows(`${p}gate_proj`, H, { ffn: 'input' });
   if (gate.outFeatures !== want)
     throw new MlxcelError(
       'E_SHAPE',
       `${ld.name(`${p}gate_proj`)}.weight: ${gate.outFeatures} rows but the config implies an MLP width of ${want}` +
         (want !== cfg.intermediateSizes[0] ? ' (2 x intermediate_size: use_double_wide_mlp on a KV-shared layer)' : ''),
     );
-  return new GemmaMLP(gate, ld.linear(`${p}up_proj`, [want, H], { ffn: true }), ld.linear(`${p}down_proj`, [H, want], { ffn: true }));
+  return new GemmaMLP(gate, ld.linear(`${p}up_proj`, [want, H], { ffn: 'input' }), ld.linear(`${p}down_proj`, [H, want], { ffn: 'output' }));
 }

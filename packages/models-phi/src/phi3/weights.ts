@@ -31,8 +31,8 @@ export function loadPhi3Weights(store: WeightStore, c: Phi3Config, raw: Record<s
       qkv: ld.linear(`${p}.self_attn.qkv_proj`, [(nH + 2 * nKV) * D, H]), // [(nH + 2·nKV)·D, H]
       o: ld.linear(`${p}.self_attn.o_proj`, [H, nH * D]), // [H, nH·D]
       postNorm: ld.rmsNorm(`${p}.post_attention_layernorm`, H, eps),
-      gateUp: ld.linear(`${p}.mlp.gate_up_proj`, [2 * I, H], { ffn: true }), // [2I, H]
-      down: ld.linear(`${p}.mlp.down_proj`, [H, I], { ffn: true }), // [H, I]
+      gateUp: ld.linear(`${p}.mlp.gate_up_proj`, [2 * I, H], { ffn: 'input' }), // [2I, H]
+      down: ld.linear(`${p}.mlp.down_proj`, [H, I], { ffn: 'output' }), // [H, I]
     };
   });
   const norm = ld.rmsNorm('model.norm', H, eps);

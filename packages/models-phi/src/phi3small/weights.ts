@@ -25,7 +25,7 @@ export function loadPhi3SmallWeights(store: WeightStore, c: Phi3SmallConfig, raw
   const { ld, embed, finish } = openPhiCheckpoint(store, raw, c);
   const H = c.hidden_size, D = c.head_dim, F = c.ff_intermediate_size, eps = c.layer_norm_epsilon;
   const nH = c.num_attention_heads, nKV = c.num_key_value_heads;
-  const bias = { bias: true }, ffnBias = { bias: true, ffn: true };
+  const bias = { bias: true }, ffnIn = { bias: true, ffn: 'input' as const }, ffnOut = { bias: true, ffn: 'output' as const };
   const layers = Array.from({ length: c.num_hidden_layers }, (_, l): Phi3SmallLayer => {
     const p = `model.layers.${l}`;
     return {
@@ -33,8 +33,8 @@ export function loadPhi3SmallWeights(store: WeightStore, c: Phi3SmallConfig, raw
       qkv: ld.linear(`${p}.self_attn.query_key_value`, [(nH + 2 * nKV) * D, H], bias), // [(nH + 2·nKV)·D, H]
       dense: ld.linear(`${p}.self_attn.dense`, [H, nH * D], bias), // [H, nH·D]
       postNorm: ld.layerNorm(`${p}.post_attention_layernorm`, H, eps),
-      up: ld.linear(`${p}.mlp.up_proj`, [2 * F, H], ffnBias), // [2F, H]
-      down: ld.linear(`${p}.mlp.down_proj`, [H, F], ffnBias), // [H, F]
+      up: ld.linear(`${p}.mlp.up_proj`, [2 * F, H], ffnIn), // [2F, H]
+      down: ld.linear(`${p}.mlp.down_proj`, [H, F], ffnOut), // [H, F]
     };
   });
   const norm = ld.layerNorm('model.final_layernorm', H, eps);
