@@ -8,10 +8,11 @@
 // GEMVs included, 8-bit in the MLP's gate/up projections and 16-bit elsewhere) unless --matmul says
 // otherwise; every precision keeps batched == single.
 //
-//   node packages/engine/bench/batch.mjs [--model gemma3n|gemma4|phi35] [--layers N] [--prompt 32] [--gen 32] [--batches 1,2,4,8] [--matmul balanced|fast|exact|int8|mixed] [--weight-memory resident|mapped] [--weight-layout auto|rows] [--bits 4|8] [--kv-cache f32|f16|bf16|q8|k8v4] [--profile]
+//   node packages/engine/bench/batch.mjs [--model gemma3n|gemma4|phi35] [--layers N] [--prompt 32] [--gen 32] [--batches 1,2,4,8] [--matmul balanced|fast|exact|int8|mixed] [--weight-memory resident|mapped] [--weight-layout auto|rows] [--bits 4|8] [--kv-cache f32|f16|bf16|q8|k8v4] [--profile] [--profile-shapes]
 // --profile: per batch size, the native kernel time per op kind over the decode steps (prefill
 // excluded: counting starts once every prompt has its first token) and what is left of the wall time
-// (JS, scheduling, waiting), per decode step.
+// (JS, scheduling, waiting), per decode step. --profile-shapes: the same with each matmul kind split by
+// weight shape (as `mlxcel bench --profile-shapes`).
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setMatmulPrecision, startProfile, stopProfile } from '@mlxcel/core-native';
@@ -38,7 +39,8 @@ const batches = flag('batches', '1,2,4,8').split(',').map(Number);
 const precision = setMatmulPrecision(flag('matmul', 'balanced'));
 if (flag('weight-memory')) setWeightPlacement(flag('weight-memory'));
 if (flag('weight-layout')) setWeightLayout(flag('weight-layout'));
-const profile = args.includes('--profile');
+const profileShapes = args.includes('--profile-shapes');
+const profile = profileShapes || args.includes('--profile');
 // KV storage as `mlxcel serve` picks it: --kv-cache, else f16 on the fast paths and f32 with exact.
 const kvCache = flag('kv-cache', defaultKvStorage(precision));
 
@@ -60,7 +62,7 @@ async function run(n) {
       if (++i === 1) {
         first = Math.max(first, performance.now());
         // The last prompt's first token: every later step is decode only.
-        if (profile && ++firsts === n) startProfile();
+        if (profile && ++firsts === n) startProfile({ matmulShapes: profileShapes });
       }
   }));
   const t1 = performance.now();
