@@ -23,7 +23,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cpuInfo } from '../packages/core-native/lib/index.js';
+import { cpuInfo, MATMUL_PRECISIONS } from '../packages/core-native/lib/index.js';
 import { KV_STORAGES } from '../packages/cache/dist/index.js';
 import { defaultCacheDir } from '../packages/engine/dist/index.js';
 import { MODELS } from './peers/models.mjs';
@@ -84,8 +84,8 @@ if (!Number.isInteger(warmup) || warmup < 1) {
 }
 const matmul = flag('matmul', 'balanced');
 const matmuls = matmul.split(',');
-if (!matmuls.length || matmuls.some((m) => !['balanced', 'fast', 'exact', 'int8', 'mixed'].includes(m)) || new Set(matmuls).size !== matmuls.length) {
-  console.error(`--matmul must be balanced, fast, exact, int8 or mixed (or a comma list of distinct ones), got '${matmul}'`);
+if (!matmuls.length || matmuls.some((m) => !MATMUL_PRECISIONS.includes(m)) || new Set(matmuls).size !== matmuls.length) {
+  console.error(`--matmul must be one of ${MATMUL_PRECISIONS.join(', ')} (or a comma list of distinct ones), got '${matmul}'`);
   process.exit(2);
 }
 const kvCache = flag('kv-cache');

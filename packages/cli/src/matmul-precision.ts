@@ -8,14 +8,16 @@
  * with reference logits).
  */
 import type { Command } from 'commander';
-import { setMatmulPrecision } from '@mlxcel/core-native';
+import { MATMUL_PRECISIONS, setMatmulPrecision, type MatmulPrecision } from '@mlxcel/core-native';
 import { UsageError } from './errors.js';
 
-export type MatmulPrecision = 'exact' | 'fast' | 'int8' | 'mixed' | 'balanced';
-const PRECISIONS: readonly string[] = ['exact', 'fast', 'int8', 'mixed', 'balanced'];
+export type { MatmulPrecision };
 
 function precisionFlag(v: string): MatmulPrecision {
-  if (!PRECISIONS.includes(v)) throw new UsageError(`--matmul must be "exact", "fast", "int8", "mixed" or "balanced", got "${v}"`);
+  if (!(MATMUL_PRECISIONS as readonly string[]).includes(v)) {
+    const names = MATMUL_PRECISIONS.map((p) => `"${p}"`);
+    throw new UsageError(`--matmul must be ${names.slice(0, -1).join(', ')} or ${names.at(-1)}, got "${v}"`);
+  }
   return v as MatmulPrecision;
 }
 

@@ -94,6 +94,9 @@ describe('bench --random', () => {
     const bad = await mlxcel(['generate', '--demo', '--prompt', 'Hi', '--max-tokens', '2', '--kv-cache', 'f8'], { env: cacheEnv });
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/--kv-cache must be one of f32, f16, bf16, q8, k8v4, got "f8"/);
+    const badMatmul = await mlxcel(['generate', '--demo', '--prompt', 'Hi', '--max-tokens', '2', '--matmul', 'int4'], { env: cacheEnv });
+    expect(badMatmul.code).not.toBe(0);
+    expect(badMatmul.stderr).toMatch(/--matmul must be "exact", "fast", "int8", "mixed" or "balanced", got "int4"/);
   });
 
   it('--weight-layout rows keeps the checkpoint layout; a bad value is a usage error naming the flag', async () => {

@@ -90,6 +90,8 @@ export declare function matmul(x: Float32Array, M: number, w: NativeWeight, bias
  * up), "fast" for the rest (the down projection included). Returns the mode set.
  */
 export type MatmulPrecision = 'exact' | 'fast' | 'int8' | 'mixed' | 'balanced';
+/** Every MatmulPrecision, in the order of the error message of `setMatmulPrecision`. */
+export declare const MATMUL_PRECISIONS: readonly MatmulPrecision[];
 export declare function setMatmulPrecision(mode: MatmulPrecision): MatmulPrecision;
 export declare function matmulPrecision(): MatmulPrecision;
 export declare function gather(ids: Int32Array, w: NativeWeight, out: Float32Array): void;

@@ -5,7 +5,7 @@ import loaded from './native.cjs';
 if (loaded.error) throw loaded.error;
 const api = loaded.api;
 
-export const { DType, UnaryOp, BinaryOp } = api;
+export const { DType, UnaryOp, BinaryOp, MATMUL_PRECISIONS } = api;
 
 export const {
   cpuInfo, setIsa, setThreads, alloc, mmapFile, releasePages,

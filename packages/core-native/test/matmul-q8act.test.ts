@@ -42,6 +42,9 @@ describe('setMatmulPrecision', () => {
     expect(native.matmulPrecision()).toBe('fast');
     expect(() => native.setMatmulPrecision('int4' as 'fast')).toThrow(/"exact", "fast", "int8", "mixed" or "balanced"/);
     expect(native.matmulPrecision()).toBe('fast');
+    // The exported list is exactly the modes the binding takes.
+    expect([...native.MATMUL_PRECISIONS]).toEqual(['exact', 'fast', 'int8', 'mixed', 'balanced']);
+    for (const p of native.MATMUL_PRECISIONS) expect(native.setMatmulPrecision(p)).toBe(p);
   });
 
   // "mixed" is a per-weight choice between the two integer paths, so its results are theirs to the bit:
