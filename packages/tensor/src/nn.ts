@@ -91,10 +91,11 @@ export class Linear {
    * over the block's normalized input) or 'output' (down, over the gated product). Under
    * `setMatmulPrecision('mixed')` every such weight's quantized matmuls take 8-bit activations (most of
    * a prefill's multiply-adds), under 'balanced' only the 'input' ones; the others take 16-bit ones. No
-   * effect on float weights or in the other precisions.
+   * role: an MLP weight of unstated role (8-bit under 'mixed', 16-bit under 'balanced'). No effect on
+   * float weights or in the other precisions.
    */
-  markFeedForward(role: FfnRole): this {
-    this.weight.native.ffn = role;
+  markFeedForward(role?: FfnRole): this {
+    this.weight.native.ffn = role ?? true;
     return this;
   }
 

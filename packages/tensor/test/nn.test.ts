@@ -106,6 +106,15 @@ describe('nn loaders', () => {
       'E_QUANT', /emb: unsupported quantization bits 7/);
   });
 
+  it('markFeedForward records the MLP role on the native weight (no role: an MLP weight of unstated role)', () => {
+    const s = store();
+    const load = () => Linear.load(s, 'layers.0.self_attn.q_proj', { quant });
+    expect(load().weight.native.ffn).toBeUndefined();
+    expect(load().markFeedForward('input').weight.native.ffn).toBe('input');
+    expect(load().markFeedForward('output').weight.native.ffn).toBe('output');
+    expect(load().markFeedForward().weight.native.ffn).toBe(true);
+  });
+
   it('quantConfigOf finds the block at the top level or inside text_config', () => {
     expect(quantConfigOf({ quantization: { bits: 4, group_size: 64 } })).toEqual({ bits: 4, group_size: 64 });
     expect(quantConfigOf({ quantization_config: { bits: 8 } })).toEqual({ bits: 8 });
