@@ -46,6 +46,17 @@ describe('chat', () => {
     const p1 = Number(/prompt (\d+)/.exec(stats[0]!)![1]), p2 = Number(/prompt (\d+)/.exec(stats[1]!)![1]);
     expect(p2).toBeLessThan(p1 + 4 + 10);
     expect(p2).toBeGreaterThan(0);
+    // The same default matmul path and KV storage as generate.
+    expect(r.stderr).toContain('(--matmul balanced, --kv-cache f16)');
+  });
+
+  it('takes --matmul and --kv-cache like generate (exact: an f32 cache; a bad value is a usage error)', async () => {
+    const r = await mlxcel(['chat', '--demo', '--max-tokens', '2', '--matmul', 'exact'], { env: cacheEnv, input: 'hi\n/exit\n' });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('(--matmul exact, --kv-cache f32)');
+    const bad = await mlxcel(['chat', '--demo', '--matmul', 'int4'], { env: cacheEnv, input: '/exit\n' });
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/--matmul must be "exact", "fast", "int8", "mixed" or "balanced", got "int4"/);
   });
 });
 

@@ -7,10 +7,13 @@
 import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
+import { matmulPrecision } from '@mlxcel/core-native';
 import { generate, imagePrompt, overridesForChunk, promptIds, supportsImages, type ChatMessage, type GenerateOptions } from '@mlxcel/engine';
 import type { SequenceState } from '@mlxcel/tensor';
+import { addMatmulFlag, applyMatmulPrecision } from '../matmul-precision.js';
 import { addSamplingFlags, samplingOptions } from '../sampling.js';
 import { dim, info } from '../ui/output.js';
+import { addWeightMemoryFlag, applyWeightMemory } from '../weight-memory-flag.js';
 import { statsLine } from './generate.js';
 import { openModel } from './model-arg.js';
 
@@ -26,9 +29,14 @@ export function registerChat(program: Command): void {
     .option('--chat-template <file>', 'use this Jinja chat template')
     .option('--no-vision', 'do not load the vision tower (saves its memory; /image is refused)')
     .option('--check-weights', 'scan the checkpoint for NaN/Inf weights at load (reads every tensor once)');
+  // The same matmul path and weight placement as `generate` (an interactive chat is where speed shows).
+  addWeightMemoryFlag(addMatmulFlag(cmd, 'balanced'));
   addSamplingFlags(cmd).action(async (o: Record<string, unknown>) => {
+    applyMatmulPrecision(o);
+    applyWeightMemory(o);
     const loaded = await openModel(o as never);
-    const base = samplingOptions(o);
+    const base = samplingOptions(o); // after the precision: its KV storage default follows it
+    info(dim(`(--matmul ${matmulPrecision()}, --kv-cache ${base.kvCache})`));
     const history: Msg[] = o.system ? [{ role: 'system', content: o.system as string }] : [];
     let state: SequenceState | undefined;
     let fed: number[] = []; // token ids whose KV is in `state`
