@@ -52,8 +52,7 @@ function summary(cmp) {
 // `balanced` matmuls and an f16 KV cache, what `mlxcel generate`, `serve` and `bench` run).
 const PRECISIONS = ['fast', 'int8', 'mixed', 'balanced'];
 const DEFAULT_RUN = 'balanced+kv16';
-const LABEL = { 'balanced+kv16': 'balanced + f16 KV' };
-const label = (m) => LABEL[m] ?? m;
+const label = (m) => m.replace('+kv16', ' + f16 KV');
 
 // mode: a matmul precision, or 'P+kv16' (precision P and an f16 KV cache).
 function traceFile(model, ids, mode, name, decode, extra = {}) {

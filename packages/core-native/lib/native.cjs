@@ -101,19 +101,19 @@ const DType = Object.freeze({ F32: 0, F16: 1, BF16: 2, QAFFINE: 3 });
 const UnaryOp = Object.freeze({ SILU: 0, GELU_TANH: 1, GELU_ERF: 2, RELU: 3, TANH: 4, EXP: 5, SIGMOID: 6, NEG: 7, SQUARE: 8, SQRT: 9 });
 /** Binary op codes for `binary`. */
 const BinaryOp = Object.freeze({ ADD: 0, SUB: 1, MUL: 2, DIV: 3, MAX: 4 });
-/** Every mode `setMatmulPrecision` takes (src/bind_matmul.cc kPrecisionNames), for callers that validate a user's choice. */
-const MATMUL_PRECISIONS = Object.freeze(['exact', 'fast', 'int8', 'mixed', 'balanced']);
 
 const { native, error } = load();
 /** The package's exports: every binding by name, the op codes, and `default` (the addon itself). */
 // Every kernel (not the set-up functions) is timed while a profile runs (`mlxcel bench --profile`, profile.cjs).
 const { withProfiling, startProfile, stopProfile } = require('./profile.cjs');
-const UNTIMED = new Set(['cpuInfo', 'setIsa', 'setThreads', 'alloc', 'mmapFile', 'releasePages', 'setMatmulPrecision', 'matmulPrecision', 'weightTileLayout']);
+const UNTIMED = new Set(['cpuInfo', 'setIsa', 'setThreads', 'alloc', 'mmapFile', 'releasePages', 'setMatmulPrecision', 'matmulPrecision', 'matmulPrecisions', 'weightTileLayout']);
 // Built once per process and kept on the addon object: a second evaluation of this file (a test runner
 // that loads modules itself, or two copies of the package) must hand out the same wrapped functions and
 // the same profile counters, or require() and import would see different objects.
 const API = Symbol.for('@mlxcel/core-native.api');
 const api = native
-  ? (native[API] ??= { ...withProfiling(native, Object.keys(native).filter((k) => !UNTIMED.has(k))), startProfile, stopProfile, DType, UnaryOp, BinaryOp, MATMUL_PRECISIONS, default: native })
+  ? (native[API] ??= { ...withProfiling(native, Object.keys(native).filter((k) => !UNTIMED.has(k))), startProfile, stopProfile, DType, UnaryOp, BinaryOp,
+      // Every mode setMatmulPrecision takes, as the binding names them (for callers that validate a user's choice).
+      MATMUL_PRECISIONS: Object.freeze(native.matmulPrecisions()), default: native })
   : null;
 module.exports = { api, error };

@@ -63,14 +63,29 @@ Napi::Value Matmul(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+constexpr int kPrecisionCount = int(sizeof kPrecisionNames / sizeof kPrecisionNames[0]);
+static_assert(kPrecisionCount == kBalanced + 1 && sizeof kPlanes / sizeof kPlanes[0] == kPrecisionCount,
+              "one name and one kPlanes row per Precision");
+
 Napi::Value SetMatmulPrecision(const Napi::CallbackInfo& info) {
   const std::string mode = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : std::string();
-  for (int p = kExact; p <= kBalanced; p++)
+  for (int p = 0; p < kPrecisionCount; p++)
     if (mode == kPrecisionNames[p]) {
       g_precision.store(p);
       return Napi::String::New(info.Env(), mode);
     }
-  throw_type(info.Env(), "setMatmulPrecision: mode must be \"exact\", \"fast\", \"int8\", \"mixed\" or \"balanced\"");
+  // "mode must be "exact", "fast", ... or "balanced"", from the names themselves.
+  std::string msg = "setMatmulPrecision: mode must be ";
+  for (int p = 0; p < kPrecisionCount; p++)
+    msg += std::string(p == 0 ? "" : p + 1 == kPrecisionCount ? " or " : ", ") + "\"" + kPrecisionNames[p] + "\"";
+  throw_type(info.Env(), msg);
+}
+
+// Every mode setMatmulPrecision takes, in order (the package exports them as MATMUL_PRECISIONS).
+Napi::Value MatmulPrecisions(const Napi::CallbackInfo& info) {
+  Napi::Array out = Napi::Array::New(info.Env(), kPrecisionCount);
+  for (int p = 0; p < kPrecisionCount; p++) out.Set(uint32_t(p), Napi::String::New(info.Env(), kPrecisionNames[p]));
+  return out;
 }
 
 Napi::Value MatmulPrecision(const Napi::CallbackInfo& info) {
@@ -158,6 +173,7 @@ void RegisterMatmul(Napi::Env env, Napi::Object exports) {
   exports.Set("weightTileLayout", Napi::Function::New(env, WeightTileLayout, "weightTileLayout"));
   exports.Set("setMatmulPrecision", Napi::Function::New(env, SetMatmulPrecision, "setMatmulPrecision"));
   exports.Set("matmulPrecision", Napi::Function::New(env, MatmulPrecision, "matmulPrecision"));
+  exports.Set("matmulPrecisions", Napi::Function::New(env, MatmulPrecisions, "matmulPrecisions"));
 }
 
 }  // namespace mlx
