@@ -21,6 +21,7 @@ export const BENCHES = {
   accuracy: { script: 'bench/accuracy.mjs', about: 'what --matmul fast (int8 activations) costs in accuracy: every fixture, and random real-shape models' },
   peers: { script: 'bench/peers.mjs', about: 'mlxcel vs llama.cpp (node-llama-cpp, installed on demand) on the same random weights, same run, with ratios' },
   server: { script: 'packages/server/bench/server.mjs', about: '/health latency idle / during 8 streams / during a 4000-token prefill; 8 streams via HTTP vs the scheduler directly (@mlxcel/server)' },
+  'shared-gemv': { script: 'bench/shared-gemv.mjs', about: 'matmulShared (q / k / v, gate / up in one pass) vs one matmul per weight, same run, from DRAM (@mlxcel/core-native)' },
   batch: { script: 'packages/engine/bench/batch.mjs', about: 'continuous batching: aggregate decode tok/s with 1-8 concurrent requests (@mlxcel/engine)' },
   prefix: { script: 'packages/engine/bench/prefix.mjs', about: 'prefix reuse: time to first token of two requests sharing a 2,000-token prefix, and their logits vs a fresh prefill (@mlxcel/engine)' },
 };

@@ -80,6 +80,15 @@ export declare function mmapFile(path: string): ArrayBuffer;
 
 export declare function matmul(x: Float32Array, M: number, w: NativeWeight, bias: Float32Array | null, out: Float32Array): void;
 /**
+ * `outs[j] = x . weights[j]^T (+ biases[j])` for 1 to 8 weights over the same x [M, cols] (all weights
+ * the same cols): a layer's q / k / v or gate / up projections. Each `outs[j]` ([M, weights[j].rows])
+ * holds exactly the bits `matmul(x, M, weights[j], biases[j], outs[j])` gives; where the running kernels
+ * can (M <= 16, every weight in the 16-row tile layout with the same bits / group / scale dtype and
+ * activation width) it is one pass over all the weights' rows, x prepared once and one parallel region,
+ * instead of one per weight. Outputs may not overlap x or each other.
+ */
+export declare function matmulShared(x: Float32Array, M: number, weights: readonly NativeWeight[], biases: readonly (Float32Array | null)[] | null, outs: readonly Float32Array[]): void;
+/**
  * Process-wide matmul precision. "exact" (the default): activations stay f32 in every matmul. "fast":
  * matmuls with M > 16 rows over 4-bit (and, with VNNI, 8-bit) MLX affine weights round x per weight group
  * to 16-bit integers (two int8 digit planes, error <= 1/65278 of the group's largest |x|) and use integer

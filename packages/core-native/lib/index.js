@@ -9,7 +9,7 @@ export const { DType, UnaryOp, BinaryOp, MATMUL_PRECISIONS } = api;
 
 export const {
   cpuInfo, setIsa, setThreads, alloc, mmapFile, releasePages,
-  matmul, gather, packWeightTiles, weightTileLayout, setMatmulPrecision, matmulPrecision, rmsNorm, layerNorm, softmax, logSoftmax, unary, binary, affine, linearCombine, rope, attention,
+  matmul, matmulShared, gather, packWeightTiles, weightTileLayout, setMatmulPrecision, matmulPrecision, rmsNorm, layerNorm, softmax, logSoftmax, unary, binary, affine, linearCombine, rope, attention,
   mixStreams, softcapCheck, gatedAct, gaussianTopK,
   toF32, fromF32, quantize, argmax, topk, streamSum,
 } = api;

@@ -8,12 +8,16 @@ const timing = { on: false, matmulShapes: false, ops: new Map() };
  * `matmul` is split by shape: GEMV (decode and batched decode, M <= 16) and GEMM (prefill) are different
  * kernels; with `matmulShapes` also by the weight's [rows x cols], so a profile says which projections the
  * matmul time goes to (a 2048 x 64 LAuReL projection and a 262144 x 2048 head are very different loads).
+ * `matmulShared` counts as the same kinds, its shape being the shared weights' [rows + rows ... x cols].
  */
 function kindOf(name, args) {
-  if (name === 'matmul') {
+  if (name === 'matmul' || name === 'matmulShared') {
     const kind = args[1] > 16 ? 'matmul (GEMM, M > 16)' : 'matmul (GEMV, M <= 16)';
     const w = args[2];
-    return timing.matmulShapes && w && typeof w === 'object' ? `${kind} [${w.rows} x ${w.cols}]` : kind;
+    if (!timing.matmulShapes || !w || typeof w !== 'object') return kind;
+    // matmulShared: the weights sharing x, as [rows + rows + ... x cols].
+    const ws = Array.isArray(w) ? w : [w];
+    return `${kind} [${ws.map((v) => v && v.rows).join(' + ')} x ${ws[0] && ws[0].cols}]`;
   }
   return name;
 }

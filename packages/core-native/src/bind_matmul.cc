@@ -45,6 +45,16 @@ bool fast_gemm_is_exact() {
   return !forced_int;
 }
 
+// y = x . W^T (+ bias) in the process-wide precision: the integer-activation kernels where the weight's
+// activation width (kPlanes) is not exact and they apply, else the f32 ones.
+void run_matmul(const KernelTable& k, const float* x, int64_t M, const WeightRef& w, const float* bias, float* y) {
+  int planes = kPlanes[g_precision.load(std::memory_order_relaxed)][w.ffn];
+  // Zen 1: the 16-bit activations' GEMM (two planes) is slower than the exact f32 one, so "fast"
+  // prefill takes the exact GEMM there (more accurate too); decode's GEMV keeps them (1.4x exact).
+  if (planes == 2 && M > kMatmulGemvMaxRows && fast_gemm_is_exact()) planes = 0;
+  if (!(planes && k.matmul_q8act(x, M, w, bias, y, planes))) k.matmul(x, M, w, bias, y);
+}
+
 Napi::Value Matmul(const Napi::CallbackInfo& info) {
   const char* fn = "matmul";
   int64_t M = int_arg(info[1], fn, "M", 0, int64_t(1) << 32);
@@ -52,15 +62,66 @@ Napi::Value Matmul(const Napi::CallbackInfo& info) {
   const float* x = f32_arg(info[0], fn, "x", count_of(info.Env(), fn, M, w.cols));
   const float* bias = is_nullish(info[3]) ? nullptr : f32_arg(info[3], fn, "bias", w.rows);
   float* y = f32_arg(info[4], fn, "out", count_of(info.Env(), fn, M, w.rows));
-  if (M > 0 && w.rows > 0) {
-    const KernelTable& k = kernels();
-    int planes = kPlanes[g_precision.load(std::memory_order_relaxed)][w.ffn];
-    // Zen 1: the 16-bit activations' GEMM (two planes) is slower than the exact f32 one, so "fast"
-    // prefill takes the exact GEMM there (more accurate too); decode's GEMV keeps them (1.4x exact).
-    if (planes == 2 && M > kMatmulGemvMaxRows && fast_gemm_is_exact()) planes = 0;
-    if (!(planes && k.matmul_q8act(x, M, w, bias, y, planes))) k.matmul(x, M, w, bias, y);
-  }
+  if (M > 0 && w.rows > 0) run_matmul(kernels(), x, M, w, bias, y);
   return info.Env().Undefined();
+}
+
+// matmulShared(x, M, weights, biases | null, outs): outs[j] = x . weights[j]^T (+ biases[j]) for up to
+// kMaxSharedGemv weights over the same x (a layer's q / k / v, or gate / up). Where the running kernels
+// can (gemv_shared: M <= 16, every weight tiled and alike, one activation width) it is one pass over all
+// the weights' rows; otherwise one matmul per weight. Either way each outs[j] holds exactly the bits
+// matmul(x, M, weights[j], biases[j], outs[j]) gives.
+Napi::Value MatmulShared(const Napi::CallbackInfo& info) {
+  const char* fn = "matmulShared";
+  Napi::Env env = info.Env();
+  const int64_t M = int_arg(info[1], fn, "M", 0, int64_t(1) << 32);
+  if (!info[2].IsArray()) throw_type(env, "matmulShared: weights must be an array of weights");
+  Napi::Array wa = info[2].As<Napi::Array>();
+  const int n = int(wa.Length());
+  if (n < 1 || n > kMaxSharedGemv)
+    throw_range(env, "matmulShared: weights must hold 1 to " + std::to_string(kMaxSharedGemv) + " weights (got " + std::to_string(n) + ")");
+  const bool has_biases = !is_nullish(info[3]);
+  if (has_biases && !(info[3].IsArray() && info[3].As<Napi::Array>().Length() == uint32_t(n)))
+    throw_type(env, "matmulShared: biases must be null or an array with one bias (or null) per weight");
+  if (!(info[4].IsArray() && info[4].As<Napi::Array>().Length() == uint32_t(n)))
+    throw_type(env, "matmulShared: outs must be an array with one Float32Array per weight");
+  Napi::Array ba = has_biases ? info[3].As<Napi::Array>() : Napi::Array(), oa = info[4].As<Napi::Array>();
+  WeightRef ws[kMaxSharedGemv];
+  const float* biases[kMaxSharedGemv];
+  float* ys[kMaxSharedGemv];
+  for (int j = 0; j < n; j++) {
+    const std::string at = "[" + std::to_string(j) + "]";
+    ws[j] = weight_arg(wa.Get(uint32_t(j)), fn, ("weights" + at).c_str());
+    if (ws[j].cols != ws[0].cols)
+      throw_range(env, "matmulShared: weights" + at + " has " + std::to_string(ws[j].cols) + " columns, weights[0] " +
+                           std::to_string(ws[0].cols) + " (they must share x)");
+    const Napi::Value b = has_biases ? ba.Get(uint32_t(j)) : env.Null();
+    biases[j] = is_nullish(b) ? nullptr : f32_arg(b, fn, ("biases" + at).c_str(), ws[j].rows);
+    ys[j] = f32_arg(oa.Get(uint32_t(j)), fn, ("outs" + at).c_str(), count_of(env, fn, M, ws[j].rows));
+  }
+  const float* x = f32_arg(info[0], fn, "x", count_of(env, fn, M, ws[0].cols));
+  // x is read while outputs are written (and the outputs are written side by side): none may overlap.
+  auto overlaps = [](const void* a, int64_t an, const void* b, int64_t bn) {
+    const char *p = static_cast<const char*>(a), *q = static_cast<const char*>(b);
+    return p < q + bn && q < p + an;
+  };
+  for (int j = 0; j < n; j++) {
+    const int64_t bytes = M * ws[j].rows * 4;
+    if (overlaps(ys[j], bytes, x, M * ws[0].cols * 4))
+      throw_range(env, "matmulShared: outs[" + std::to_string(j) + "] overlaps x");
+    for (int i = 0; i < j; i++)
+      if (overlaps(ys[j], bytes, ys[i], M * ws[i].rows * 4))
+        throw_range(env, "matmulShared: outs[" + std::to_string(j) + "] overlaps outs[" + std::to_string(i) + "]");
+  }
+  if (M == 0) return env.Undefined();
+  const KernelTable& k = kernels();
+  const int prec = g_precision.load(std::memory_order_relaxed);
+  bool alike = true;  // one activation width for all (an MLP role can change it)
+  for (int j = 1; j < n; j++) alike = alike && kPlanes[prec][ws[j].ffn] == kPlanes[prec][ws[0].ffn];
+  if (alike && k.gemv_shared && k.gemv_shared(x, M, ws, biases, ys, n, kPlanes[prec][ws[0].ffn])) return env.Undefined();
+  for (int j = 0; j < n; j++)
+    if (ws[j].rows > 0) run_matmul(k, x, M, ws[j], biases[j], ys[j]);
+  return env.Undefined();
 }
 
 constexpr int kPrecisionCount = int(sizeof kPrecisionNames / sizeof kPrecisionNames[0]);
@@ -168,6 +229,7 @@ Napi::Value WeightTileLayout(const Napi::CallbackInfo& info) { return Napi::Bool
 
 void RegisterMatmul(Napi::Env env, Napi::Object exports) {
   exports.Set("matmul", Napi::Function::New(env, Matmul, "matmul"));
+  exports.Set("matmulShared", Napi::Function::New(env, MatmulShared, "matmulShared"));
   exports.Set("gather", Napi::Function::New(env, Gather, "gather"));
   exports.Set("packWeightTiles", Napi::Function::New(env, PackWeightTiles, "packWeightTiles"));
   exports.Set("weightTileLayout", Napi::Function::New(env, WeightTileLayout, "weightTileLayout"));

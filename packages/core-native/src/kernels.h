@@ -193,6 +193,8 @@ constexpr int kMaxMix = 16;      // inputs and outputs of one mix_streams call
 
 // The most x rows a matmul runs as a GEMV (one pass over W); more run a GEMM (isa/gemv.h kGemvMaxM).
 constexpr int64_t kMatmulGemvMaxRows = 16;
+// The most weights one gemv_shared call takes (a layer's q / k / v are three).
+constexpr int kMaxSharedGemv = 8;
 
 struct KernelTable {
   const char* name;
@@ -202,6 +204,12 @@ struct KernelTable {
   // isa/gemm_q8act.h): returns false, y untouched, where it does not apply (then matmul must run); used
   // only in the "fast" (2 planes) and "int8" (1 plane) matmul precisions.
   bool (*matmul_q8act)(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int planes);
+  // y_j[M, N_j] = x . W_j^T (+ biases[j] when not null) for n <= kMaxSharedGemv weights sharing x, in one
+  // pass over their rows (x prepared once, one parallel region), with `planes` as matmul_q8act's (0: the
+  // exact split). Returns false, nothing written, where it does not apply (M > kMatmulGemvMaxRows, weights
+  // not all in kWeightTiles16 or not alike in cols / bits / group / scale dtype); then each matmul runs on
+  // its own, which gives the same bits. Null in variants that do not read the tile layout.
+  bool (*gemv_shared)(const float* x, int64_t M, const WeightRef* ws, const float* const* biases, float* const* ys, int n, int planes);
   // Whether this variant's kernels read kWeightTiles16 weights (matmul and gather; not the MoE kernels).
   // Only then does a loader repack (packWeightTiles): everywhere else the row layout is the fast one.
   bool weight_tiles;

@@ -80,7 +80,7 @@ for (const n of batches) {
   if (r.ops) {
     // Approximately gen - 1 steps after the profile starts (a late first token shortens it a little).
     const steps = gen - 1, nativeMs = Object.values(r.ops).reduce((a, o) => a + o.ms, 0);
-    const rows = Object.entries(r.ops).slice(0, 12).map(([k, o]) => `${k} ${(o.ms / steps).toFixed(2)}`);
+    const rows = Object.entries(r.ops).slice(0, Number(process.env.TOPN ?? 12)).map(([k, o]) => `${k} ${(o.ms / steps).toFixed(2)}${process.env.TOPN ? ` (${((o.calls ?? 0) / steps).toFixed(0)})` : ""}`);
     console.log(`     per decode step (ms): wall ${(r.decodeMs / steps).toFixed(2)}, native ${(nativeMs / steps).toFixed(2)} [${rows.join(', ')}], rest ${((r.decodeMs - nativeMs) / steps).toFixed(2)}`);
   }
 }

@@ -87,6 +87,14 @@ export class Linear {
   }
 
   /**
+   * x [M, in] through several Linears of the same `in` (a layer's q / k / v, or gate / up): the same
+   * outputs as each one's `forward`, in one pass over all their weights in decode (ops.matmulShared).
+   */
+  static forwardShared(linears: readonly Linear[], x: Float32Array, M: number, outs?: readonly (Float32Array | undefined)[]): Float32Array[] {
+    return ops.matmulShared(x, M, linears, outs);
+  }
+
+  /**
    * Marks this as a feed-forward (MLP) projection, `role` saying where it sits: 'input' (gate / up,
    * over the block's normalized input) or 'output' (down, over the gated product). Under
    * `setMatmulPrecision('mixed')` every such weight's quantized matmuls take 8-bit activations (most of

@@ -20,6 +20,22 @@ export function matmul(x: Float32Array, M: number, w: Weight, bias?: Float32Arra
   return y;
 }
 
+/**
+ * `outs[j] = x[M, K] . W_j^T (+ bias_j)` for 1 to 8 weights that share x (the same K = cols): a layer's
+ * q / k / v or gate / up projections. Every output holds exactly what `matmul` alone gives; in decode
+ * (M <= 16) over resident 4-bit weights it is one pass over all their rows instead of one per weight
+ * (x prepared once, one parallel region: core-native `matmulShared`).
+ */
+export function matmulShared(x: Float32Array, M: number, ws: readonly { weight: Weight; bias: Float32Array | null }[], outs?: readonly (Float32Array | undefined)[]): Float32Array[] {
+  check(ws.length > 0, 'matmulShared: no weights');
+  const K = ws[0]!.weight.cols;
+  for (const { weight } of ws) check(weight.cols === K, `matmulShared: weights of ${weight.cols} and ${K} columns cannot share x`);
+  check(x.length >= M * K, `matmulShared: x has ${x.length} values, expected ${M} x ${K}`);
+  const ys = ws.map(({ weight }, j) => outs?.[j] ?? outputFloats(M * weight.rows));
+  native.matmulShared(x, M, ws.map((l) => l.weight.native), ws.map((l) => l.bias), ys);
+  return ys;
+}
+
 /** Rows of an embedding-like weight (any dtype, quantized included) as f32 [n, cols]. */
 export function gather(ids: Int32Array, w: Weight, out?: Float32Array): Float32Array {
   const y = out ?? outputFloats(ids.length * w.cols);

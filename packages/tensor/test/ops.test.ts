@@ -1,7 +1,7 @@
 // The op API (thin wrappers over core-native) against the slow TS reference module, plus its own shape
 // checks. The kernels themselves are checked exhaustively per ISA in packages/core-native/test.
 import { describe, expect, it } from 'vitest';
-import { MlxcelError, ops, QuantizedWeight, reference, Weight } from '../src/index.js';
+import { Linear, MlxcelError, ops, QuantizedWeight, reference, Weight } from '../src/index.js';
 
 const rand = (n: number, seed: number) => {
   let s = seed >>> 0 || 1;
@@ -29,6 +29,24 @@ describe('ops vs reference', () => {
       close(ops.gather(Int32Array.from([6, 0]), q.weight), [...deq.subarray(6 * K, 7 * K), ...deq.subarray(0, K)], 1e-6);
     }
     expect(() => ops.matmul(rand(10, 1), 1, Weight.fromF32(wf, [N, K]))).toThrow(MlxcelError);
+  });
+
+  it('matmulShared (Linear.forwardShared): each output is matmul\'s, bit for bit; mismatched widths are refused', () => {
+    const K = 128, rows = [32, 16, 48];
+    const ws = rows.map((n, j) => QuantizedWeight.quantize(rand(n * K, 20 + j), [n, K], { bits: 4, groupSize: 64 }, 'BF16').weight);
+    const linears = ws.map((w, j) => new Linear(w, j === 1 ? rand(w.rows, 30) : null));
+    for (const M of [1, 4, 20]) {
+      const x = rand(M * K, 40 + M);
+      const got = Linear.forwardShared(linears, x, M);
+      linears.forEach((l, j) => expect(got[j], `M=${M} weight ${j}`).toEqual(l.forward(x, M)));
+      // Given outputs are written in place.
+      const outs = rows.map((n) => new Float32Array(M * n));
+      expect(ops.matmulShared(x, M, linears, outs)[2]).toBe(outs[2]);
+      expect(outs[0]).toEqual(got[0]);
+    }
+    const wide = new Linear(Weight.fromF32(rand(16 * 2 * K, 9), [16, 2 * K]));
+    expect(() => Linear.forwardShared([linears[0]!, wide], rand(K, 1), 1)).toThrow(/weights of 256 and 128 columns cannot share x/);
+    expect(() => ops.matmulShared(rand(K - 1, 1), 1, linears)).toThrow(/matmulShared: x has 127 values, expected 1 x 128/);
   });
 
   it('norms, softmax, unary, binary, scale, argmax, topk, sliceCols, concatCols', () => {

@@ -78,6 +78,127 @@ static bool tiles_prepare(const float* x, int64_t K, int G, int bits, int8_t* ou
   return true;
 }
 
+// Lane g of the result: the reduction (op: max or add) of the 16 lanes of v[g], for 16 vectors at once.
+// A fixed tree of 15 vector ops and 30 shuffles instead of 16 horizontal reductions (each a chain of
+// 15 dependent steps, the bulk of tiles_prepare_int's time per group before): pairs of vectors fold
+// their 256-bit halves, then 128-bit quarters, then lane pairs twice, leaving the 16 results in a fixed
+// lane order that one permute puts in group order. The order of the additions is fixed too, so a
+// group's sum does not depend on the call (it differs from the row layout's sequential sum by rounding).
+template <class Op>
+static inline __m512 reduce16x16(const __m512 (&v)[16], Op op) {
+  __m512 a[8], b[4], c[2];
+  for (int i = 0; i < 8; i++)  // [v_2i lanes 0-7 (+) 8-15 | v_2i+1 ...]
+    a[i] = op(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44), _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xEE));
+  for (int i = 0; i < 4; i++)  // one 128-bit quarter per vector: 4 partial sums each
+    b[i] = op(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x88), _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xDD));
+  for (int i = 0; i < 2; i++)  // two partials per vector and quarter
+    c[i] = op(_mm512_shuffle_ps(b[2 * i], b[2 * i + 1], 0x88), _mm512_shuffle_ps(b[2 * i], b[2 * i + 1], 0xDD));
+  const __m512 r = op(_mm512_shuffle_ps(c[0], c[1], 0x88), _mm512_shuffle_ps(c[0], c[1], 0xDD));
+  // Which vector each lane of r holds, found once by running the tree on v[g] = g.
+  static const __m512i order = [] {
+    __m512 id[16];
+    for (int g = 0; g < 16; g++) id[g] = _mm512_set1_ps(float(g));
+    __m512 aa[8], bb[4], cc[2];
+    auto take = [](__m512 p, __m512 q) { return _mm512_max_ps(p, q); };
+    for (int i = 0; i < 8; i++) aa[i] = take(_mm512_shuffle_f32x4(id[2 * i], id[2 * i + 1], 0x44), _mm512_shuffle_f32x4(id[2 * i], id[2 * i + 1], 0xEE));
+    for (int i = 0; i < 4; i++) bb[i] = take(_mm512_shuffle_f32x4(aa[2 * i], aa[2 * i + 1], 0x88), _mm512_shuffle_f32x4(aa[2 * i], aa[2 * i + 1], 0xDD));
+    for (int i = 0; i < 2; i++) cc[i] = take(_mm512_shuffle_ps(bb[2 * i], bb[2 * i + 1], 0x88), _mm512_shuffle_ps(bb[2 * i], bb[2 * i + 1], 0xDD));
+    alignas(64) float lane[16];
+    _mm512_store_ps(lane, take(_mm512_shuffle_ps(cc[0], cc[1], 0x88), _mm512_shuffle_ps(cc[0], cc[1], 0xDD)));
+    alignas(64) int32_t idx[16];
+    for (int l = 0; l < 16; l++) idx[int(lane[l])] = l;
+    return _mm512_load_si512(idx);
+  }();
+  return _mm512_permutexvar_ps(order, r);
+}
+
+// tiles_prepare for the integer activations (NP = 1: "int8", 2: "fast"): the same pieces, the same
+// rounding of x (so the same integers t and group scales sx), and the f32 group sums xsum too, in ~a third
+// of the time (a batched decode step prepares ~1,500 x rows of 2-8 K values: ~3 ms of an 8-sequence
+// Gemma 3n step before). Groups go 16 at a time: their maxima and sums reduce together (reduce16x16) and
+// their scales divide as one vector; then 32 values at a time are split into even / odd positions (the
+// piece order), narrowed to i16 and the digits of both planes packed to bytes, so that each 128-bit
+// lane is one piece's bytes of every plane, stored whole.
+static bool tiles_prepare_int(const float* x, int64_t K, int G, int bits, int8_t* out, int64_t stride, float* sx, float* xsum, int NP) {
+  const int64_t gpr = K / G;
+  const __m512 inf = _mm512_set1_ps(INFINITY);
+  const int T = NP == 2 ? 32639 : 127;
+  const __m512i tmax = _mm512_set1_epi32(T), tmin = _mm512_set1_epi32(-T);
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  const __m512i c128 = _mm512_set1_epi16(128), c255 = _mm512_set1_epi16(255);
+  // 8-bit codes: a lane of packs(d1, d0) is [d1 of pieces L, L+4 | d0 of pieces L, L+4] (4 bytes each):
+  // regroup to [piece L: d1 d0 | piece L + 4: d1 d0].
+  const __m512i regroup8 = _mm512_set4_epi32(0x0F0E0D0C, 0x07060504, 0x0B0A0908, 0x03020100);  // bytes 0-3, 8-11, 4-7, 12-15
+  for (int64_t gb = 0; gb < gpr; gb += 16) {
+    const int ng = int(std::min<int64_t>(16, gpr - gb));
+    __m512 mx[16], sum[16];
+    __mmask16 bad = 0;
+    for (int i = 0; i < 16; i++) {
+      mx[i] = sum[i] = _mm512_setzero_ps();
+      if (i >= ng) continue;
+      const float* xg = x + (gb + i) * G;
+      for (int c = 0; c < G; c += 16) {
+        const __m512 v = _mm512_loadu_ps(xg + c), a = _mm512_abs_ps(v);
+        bad |= _mm512_cmp_ps_mask(a, inf, _CMP_NLT_UQ);  // |x| >= inf, or NaN
+        mx[i] = _mm512_max_ps(mx[i], a);
+        sum[i] = _mm512_add_ps(sum[i], v);
+      }
+    }
+    if (bad) return false;
+    const __mmask16 gm = __mmask16((1u << ng) - 1u);
+    const __m512 m = reduce16x16(mx, [](__m512 p, __m512 q) { return _mm512_max_ps(p, q); });
+    _mm512_mask_storeu_ps(xsum + gb, gm, reduce16x16(sum, [](__m512 p, __m512 q) { return _mm512_add_ps(p, q); }));
+    _mm512_mask_storeu_ps(sx + gb, gm, _mm512_div_ps(m, _mm512_set1_ps(float(T))));
+    alignas(64) float inv[16];  // T / max, or 0 for an all-zero group
+    _mm512_store_ps(inv, _mm512_maskz_div_ps(_mm512_cmp_ps_mask(m, _mm512_setzero_ps(), _CMP_GT_OQ), _mm512_set1_ps(float(T)), m));
+    for (int i = 0; i < ng; i++) {
+      const __m512 s = _mm512_set1_ps(inv[i]);
+      for (int c = 0; c < G; c += 32) {
+        const int64_t e = (gb + i) * G + c;  // element index of these 32 values
+        __m512i ta = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + e), s));
+        __m512i tb = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + e + 16), s));
+        ta = _mm512_min_epi32(_mm512_max_epi32(ta, tmin), tmax);
+        tb = _mm512_min_epi32(_mm512_max_epi32(tb, tmin), tmax);
+        // i16 lanes: 4-bit codes, lane L = [the even then the odd values of piece L] (pieces of 8);
+        // 8-bit codes, lane L = [piece L, piece L + 4] (pieces of 4, natural order).
+        const __m512i t = bits == 4 ? _mm512_packs_epi32(_mm512_permutex2var_epi32(ta, even, tb), _mm512_permutex2var_epi32(ta, odd, tb))
+                                    : _mm512_packs_epi32(ta, tb);
+        __m512i b;  // the bytes: per lane [plane 0 | plane 1] (NP = 2) or [plane 0 | a copy] (NP = 1)
+        if (NP == 2) {
+          const __m512i d0 = _mm512_sub_epi16(_mm512_and_si512(_mm512_add_epi16(t, c128), c255), c128);
+          const __m512i d1 = _mm512_srai_epi16(_mm512_sub_epi16(t, d0), 8);
+          b = _mm512_packs_epi16(d1, d0);
+          if (bits == 8) b = _mm512_shuffle_epi8(b, regroup8);
+        } else {
+          b = _mm512_packs_epi16(t, t);
+        }
+        const __m128i q[4] = {_mm512_castsi512_si128(b), _mm512_extracti32x4_epi32(b, 1), _mm512_extracti32x4_epi32(b, 2), _mm512_extracti32x4_epi32(b, 3)};
+        if (bits == 4) {
+          const int64_t j = e / 8;  // this block's first piece
+          for (int L = 0; L < 4; L++) {
+            if (NP == 2) _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (j + L) * stride), q[L]);
+            else _mm_storel_epi64(reinterpret_cast<__m128i*>(out + (j + L) * stride), q[L]);
+          }
+        } else {
+          const int64_t j = e / 4;
+          for (int L = 0; L < 4; L++) {
+            if (NP == 2) {
+              _mm_storel_epi64(reinterpret_cast<__m128i*>(out + (j + L) * stride), q[L]);
+              _mm_storel_epi64(reinterpret_cast<__m128i*>(out + (j + L + 4) * stride), _mm_unpackhi_epi64(q[L], q[L]));
+            } else {  // [piece L (4 bytes), piece L + 4 (4 bytes), copies]
+              const int32_t lo = _mm_cvtsi128_si32(q[L]), hi = _mm_extract_epi32(q[L], 1);
+              std::memcpy(out + (j + L) * stride, &lo, 4);
+              std::memcpy(out + (j + L + 4) * stride, &hi, 4);
+            }
+          }
+        }
+      }
+    }
+  }
+  return true;
+}
+
 // i32 accumulators per (tile, x row): one per digit plane, or for a single x row two per plane (4-bit:
 // the low and high nibbles' sums apart; 8-bit: even and odd words'), so that one x row still keeps 2-6
 // dot-product chains going. Integer sums are exact, so how they are split does not change a bit of the
@@ -224,12 +345,25 @@ static void gemv_tiles_blocks(const int8_t* planes, const float* sx, const float
   }
 }
 
-// y[M, N] = x . W^T (+ bias) for a kWeightTiles16 weight, 1 <= M <= kGemvMaxM, with NP digit planes of x
-// (3: the exact split, 2 / 1: the "fast" / "int8" activations). A row of x holding a non-finite value
-// is computed in f32 from the decoded weights instead (which propagates it), each row as it would be
-// alone.
-static void gemv_tiles(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int np) {
-  const int64_t K = w.cols, N = w.rows, gpr = K / w.group;
+// y_j[M, N_j] = x . W_j^T (+ bias_j) for n kWeightTiles16 weights that share x and its shape (the same
+// cols, bits, group and scale dtype: the q / k / v or gate / up projections of a layer), 1 <= M <=
+// kGemvMaxM, with NP digit planes of x (3: the exact split, 2 / 1: the "fast" / "int8" activations).
+// One pass: x is prepared once and one parallel region runs over the tiles of all n weights in turn, so a
+// thread that finishes its share of one weight goes on into the next instead of waiting at a region's
+// end (a decode step makes ~380 GEMVs; three or four small ones in a row cost ~25 % more than one
+// covering the same rows, bench/shared-gemv.mjs). Each tile's result does not depend on which call or
+// task ran it, so every y_j is bit for bit what gemv_tiles(x, M, W_j, ...) alone gives. A row of x
+// holding a non-finite value is computed in f32 from the decoded weights instead (which propagates it),
+// each row as it would be alone.
+struct TilesJob {
+  const WeightRef* w;
+  const float* bias;
+  float* y;
+};
+
+static void gemv_tiles_many(const float* x, int64_t M, const TilesJob* jobs, int n, int np) {
+  const WeightRef& w0 = *jobs[0].w;
+  const int64_t K = w0.cols, gpr = K / w0.group;
   static thread_local Scratch s_planes, s_sx, s_xsum;
   int8_t* planes = s_planes.get<int8_t>(size_t(M * np * K));
   float* sx = s_sx.get<float>(size_t(M * gpr));
@@ -237,56 +371,106 @@ static void gemv_tiles(const float* x, int64_t M, const WeightRef& w, const floa
   for (int64_t m = 0; m < M; m++) {
     // Row m's pieces within its x block (gemv_tiles_blocks: blocks of kTilesXBlock rows).
     const int64_t xb = np == 3 ? kTilesXBlock<3> : kTilesXBlock<2>, m0 = m / xb * xb, mb = std::min<int64_t>(xb, M - m0);
-    const int pw = 32 / w.bits;  // x bytes per piece
+    const int pw = 32 / w0.bits;  // x bytes per piece
     int8_t* at = planes + m0 * np * K + (m - m0) * np * pw;
-    if (!tiles_prepare(x + m * K, K, w.group, w.bits, at, mb * np * pw, sx + m * gpr, np)) {
-      if (M > 1) {  // one call per row, so every row is what it would be alone
-        for (int64_t r = 0; r < M; r++) gemv_tiles(x + r * K, 1, w, bias, y + r * N, np);
-        return;
-      }
-      parallel_for(N, 64, [&](int64_t n0, int64_t n1) {
-        static thread_local Scratch s_w;
-        float* wr = s_w.get<float>(size_t(K));
-        for (int64_t n = n0; n < n1; n++) {
-          dequant_row_range(w, n, 0, K, wr);
-          float s = 0.f;
-          for (int64_t c = 0; c < K; c++) s += wr[c] * x[c];
-          y[n] = bias ? s + bias[n] : s;
+    const bool ok = np < 3 ? tiles_prepare_int(x + m * K, K, w0.group, w0.bits, at, mb * np * pw, sx + m * gpr, xsum + m * gpr, np)
+                           : tiles_prepare(x + m * K, K, w0.group, w0.bits, at, mb * np * pw, sx + m * gpr, np);
+    if (!ok) {
+      for (int j = 0; j < n; j++) {
+        const WeightRef& w = *jobs[j].w;
+        const int64_t N = w.rows;
+        float* y = jobs[j].y;
+        const float* bias = jobs[j].bias;
+        if (M > 1) {  // one call per row, so every row is what it would be alone
+          for (int64_t r = 0; r < M; r++) {
+            const TilesJob one{&w, bias, y + r * N};
+            gemv_tiles_many(x + r * K, 1, &one, 1, np);
+          }
+          continue;
         }
-      });
+        parallel_for(N, 64, [&](int64_t n0, int64_t n1) {
+          static thread_local Scratch s_w;
+          float* wr = s_w.get<float>(size_t(K));
+          for (int64_t r = n0; r < n1; r++) {
+            dequant_row_range(w, r, 0, K, wr);
+            float s = 0.f;
+            for (int64_t c = 0; c < K; c++) s += wr[c] * x[c];
+            y[r] = bias ? s + bias[r] : s;
+          }
+        });
+      }
       return;
     }
+    if (np < 3) continue;  // tiles_prepare_int wrote the group sums
     // Exact f32 group sums of x, as the row-layout GEMV computes them.
     for (int64_t g = 0; g < gpr; g++) {
-      const float* xg = x + m * K + g * w.group;
+      const float* xg = x + m * K + g * w0.group;
       vf a = vsplat(0.f);
-      for (int c = 0; c < w.group; c += VL) a += vload(xg + c);
+      for (int c = 0; c < w0.group; c += VL) a += vload(xg + c);
       xsum[m * gpr + g] = hsum(a);
     }
   }
-  const int64_t tiles = N / 16;
+  // The tiles of all weights numbered one after another: weight j's are [first[j], first[j + 1]).
+  int64_t first[kMaxSharedGemv + 1] = {0};
+  for (int j = 0; j < n; j++) first[j + 1] = first[j] + jobs[j].w->rows / 16;
+  const int64_t tiles = first[n];
   // Grain: >= ~64 KB of codes per task; panel: the tiles a task runs every x block over before moving
   // on (~128 KB, so later blocks read them from L2).
-  const int64_t tile_bytes = 16 * K * w.bits / 8;
+  const int64_t tile_bytes = 16 * K * w0.bits / 8;
   const int64_t grain = gemv_task_grain(tiles, (64 * 1024) / tile_bytes, 1);
   const int64_t panel = M > kTilesXBlock<3> ? std::max<int64_t>(4, (128 * 1024) / tile_bytes) : tiles;
   parallel_for(tiles, grain, [&](int64_t a0, int64_t a1) {
     for (int64_t p0 = a0; p0 < a1; p0 += panel) {
       const int64_t p1 = std::min(a1, p0 + panel);
-      auto run = [&](auto sdc, auto npc) {
-        if (w.bits == 4) gemv_tiles_blocks<4, decltype(sdc)::value, decltype(npc)::value>(planes, sx, xsum, M, K, w, bias, y, N, p0, p1);
-        else gemv_tiles_blocks<8, decltype(sdc)::value, decltype(npc)::value>(planes, sx, xsum, M, K, w, bias, y, N, p0, p1);
-      };
-      auto by_np = [&](auto sdc) {
-        if (np == 1) run(sdc, std::integral_constant<int, 1>());
-        else if (np == 2) run(sdc, std::integral_constant<int, 2>());
-        else run(sdc, std::integral_constant<int, 3>());
-      };
-      if (w.scale_dtype == kBF16) by_np(std::integral_constant<int, kBF16>());
-      else if (w.scale_dtype == kF16) by_np(std::integral_constant<int, kF16>());
-      else by_np(std::integral_constant<int, kF32>());
+      // The part of [p0, p1) in each weight, in that weight's own tile numbers.
+      for (int j = 0; j < n; j++) {
+        const int64_t t0 = std::max(p0, first[j]), t1 = std::min(p1, first[j + 1]);
+        if (t0 >= t1) continue;
+        const WeightRef& w = *jobs[j].w;
+        // Where this range goes on into the next weight, the start of its first tile there: the
+        // kernels prefetch ahead in address order, which runs off this weight's end instead.
+        if (t1 == first[j + 1] && t1 < p1) {
+          const uint8_t* next = jobs[j + 1].w->data;
+          for (int64_t b = 0; b < kTilesPrefetch; b += 64) __builtin_prefetch(next + b, 0, 3);
+        }
+        auto run = [&](auto sdc, auto npc) {
+          constexpr int SD = decltype(sdc)::value, NP = decltype(npc)::value;
+          if (w.bits == 4) gemv_tiles_blocks<4, SD, NP>(planes, sx, xsum, M, K, w, jobs[j].bias, jobs[j].y, w.rows, t0 - first[j], t1 - first[j]);
+          else gemv_tiles_blocks<8, SD, NP>(planes, sx, xsum, M, K, w, jobs[j].bias, jobs[j].y, w.rows, t0 - first[j], t1 - first[j]);
+        };
+        auto by_np = [&](auto sdc) {
+          if (np == 1) run(sdc, std::integral_constant<int, 1>());
+          else if (np == 2) run(sdc, std::integral_constant<int, 2>());
+          else run(sdc, std::integral_constant<int, 3>());
+        };
+        if (w.scale_dtype == kBF16) by_np(std::integral_constant<int, kBF16>());
+        else if (w.scale_dtype == kF16) by_np(std::integral_constant<int, kF16>());
+        else by_np(std::integral_constant<int, kF32>());
+      }
     }
   });
+}
+
+// y[M, N] = x . W^T (+ bias) for one kWeightTiles16 weight (gemv_tiles_many with n = 1).
+static void gemv_tiles(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int np) {
+  const TilesJob job{&w, bias, y};
+  gemv_tiles_many(x, M, &job, 1, np);
+}
+
+// kernels.h KernelTable::gemv_shared: the shared-x GEMV above where every weight is tiled and alike.
+[[maybe_unused]] static bool gemv_shared(const float* x, int64_t M, const WeightRef* ws, const float* const* biases, float* const* ys, int n, int planes) {
+  if (M < 1 || M > kGemvMaxM || n < 1 || n > kMaxSharedGemv) return false;
+  const WeightRef& w0 = ws[0];
+  TilesJob jobs[kMaxSharedGemv];
+  for (int j = 0; j < n; j++) {
+    const WeightRef& w = ws[j];
+    if (w.layout != kWeightTiles16 || w.dtype != kQAffine || w.cols != w0.cols || w.bits != w0.bits || w.group != w0.group ||
+        w.scale_dtype != w0.scale_dtype)
+      return false;
+    jobs[j] = {&w, biases[j], ys[j]};
+  }
+  gemv_tiles_many(x, M, jobs, n, planes == 0 ? 3 : planes);
+  return true;
 }
 
 #endif  // AVX-512 VNNI

@@ -52,8 +52,10 @@ static inline mlx::KernelTable make_table(const char* name) {
   t.gather_rows = gather_rows;
 #if defined(__AVX512VNNI__) && MLX_VL == 16 && !defined(MLX_AMX)
   t.weight_tiles = true;  // gemv_tiles.h; the AMX GEMM packs from rows only
+  t.gemv_shared = gemv_shared;
 #else
   t.weight_tiles = false;
+  t.gemv_shared = nullptr;
 #endif
   t.rms_norm = rms_norm;
   t.layer_norm = layer_norm;

@@ -10,7 +10,7 @@
  */
 import { attendBatch, type AttentionGeometry } from '@mlxcel/models-core';
 import type { RopeTable } from '@mlxcel/rope';
-import { ops, type Linear, type RMSNorm } from '@mlxcel/tensor';
+import { Linear, ops, type RMSNorm } from '@mlxcel/tensor';
 import type { GemmaLayout } from './batch.js';
 
 /**
@@ -63,16 +63,17 @@ export class GemmaAttention {
   forward(xn: Float32Array, b: GemmaLayout): Float32Array {
     const { nHeads, nKvHeads, headDim, eps } = this.geo;
     const N = b.n;
-    const q = this.w.q.forward(xn, N); // [N, nHeads·D]
+    // q, k and v (those this layer has) over the same xn: one pass over their weights in decode.
+    const proj = this.shared ? [this.w.q] : this.w.v ? [this.w.q, this.w.k!, this.w.v] : [this.w.q, this.w.k!];
+    const [q, kRaw, vRaw] = Linear.forwardShared(proj, xn, N) as [Float32Array, Float32Array?, Float32Array?]; // [N, nHeads·D], [N, nKvHeads·D] x 2
     ops.rmsNorm(q, headDim, this.w.qNorm.weight, eps, false, q);
     if (this.shared && this.sharedQueryOffset === 'owner-cache') this.ropeFromOwner(q, b);
     else this.rope.apply(q, N, nHeads, headDim, b.positions);
 
     let k: Float32Array | null = null, v: Float32Array | null = null; // [N, nKvHeads·D]
-    if (!this.shared) {
-      const kRaw = this.w.k!.forward(xn, N);
+    if (kRaw) {
       // V first: with k_eq_v it is the scale-free norm of the raw K projection (before k_norm / RoPE).
-      v = ops.rmsNorm(this.w.v ? this.w.v.forward(xn, N) : kRaw, headDim, null, eps);
+      v = ops.rmsNorm(vRaw ?? kRaw, headDim, null, eps);
       k = ops.rmsNorm(kRaw, headDim, this.w.kNorm!.weight, eps, false, kRaw);
       this.rope.apply(k, N, nKvHeads, headDim, b.positions);
     }

@@ -3,7 +3,7 @@
  * optional activation sparsity on the gate (`Gemma3nTextMLP._gaussian_topk`).
  */
 import { ScratchBuffers } from '@mlxcel/models-core';
-import { ops, type Linear } from '@mlxcel/tensor';
+import { Linear, ops } from '@mlxcel/tensor';
 import { normalQuantile } from './normal-quantile.js';
 
 /**
@@ -30,10 +30,10 @@ export class GemmaMLP {
   /** x [N, H] → [N, H]. */
   forward(x: Float32Array, N: number): Float32Array {
     const I = this.intermediate;
-    const g = this.gate.forward(x, N, scratch.take('gate', N * I)); // [N, I]
+    // gate and up over the same x: one pass over both weights in decode.
+    const [g, u] = Linear.forwardShared([this.gate, this.up], x, N, [scratch.take('gate', N * I), scratch.take('up', N * I)]) as [Float32Array, Float32Array]; // [N, I] x 2
     if (this.z !== null) gaussianTopK(g, I, this.z);
     ops.geluTanh(g, g);
-    const u = this.up.forward(x, N, scratch.take('up', N * I)); // [N, I]
     ops.mul(g, u, g);
     return this.down.forward(g, N);
   }

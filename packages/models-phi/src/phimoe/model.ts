@@ -9,7 +9,7 @@
  * common/model-base.ts). Shapes: N rows, H = hidden_size, nH / nKV heads of D, E experts.
  */
 import { sparsemixer, type Routing } from '@mlxcel/moe';
-import { ops, type WeightStore } from '@mlxcel/tensor';
+import { Linear, ops, type WeightStore } from '@mlxcel/tensor';
 import { phiAttention, uniformAttention } from '../common/attention.js';
 import type { PhiLayout } from '../common/batch.js';
 import { PhiModelBase } from '../common/model-base.js';
@@ -36,7 +36,8 @@ export class PhiMoEModel extends PhiModelBase<PhiMoEConfig, PhiMoEWeights> {
     const c = this.cfg, H = c.hidden_size;
     const N = b.n;
     const attnIn = L.inputNorm.forward(h, H); // [N, H]
-    const attn = phiAttention(l, L.q.forward(attnIn, N), L.k.forward(attnIn, N), L.v.forward(attnIn, N), b, this.geom); // [N, nH·D]
+    const [q, k, v] = Linear.forwardShared([L.q, L.k, L.v], attnIn, N) as [Float32Array, Float32Array, Float32Array]; // one pass in decode
+    const attn = phiAttention(l, q, k, v, b, this.geom); // [N, nH·D]
     ops.add(h, L.o.forward(attn, N), h);
     const moeIn = L.postNorm.forward(h, H); // [N, H]
     const routing = sparsemixer(L.router.forward(moeIn, N), c.num_local_experts, c.num_experts_per_tok, c.router_jitter_noise); // [N, k] ids + weights
