@@ -8,11 +8,12 @@
 // GEMVs included, 8-bit in the MLP's gate/up projections and 16-bit elsewhere) unless --matmul says
 // otherwise; every precision keeps batched == single.
 //
-//   node packages/engine/bench/batch.mjs [--model gemma3n|gemma4|phi35] [--layers N] [--prompt 32] [--gen 32] [--batches 1,2,4,8] [--matmul balanced|fast|exact|int8|mixed] [--weight-memory resident|mapped] [--weight-layout auto|rows] [--bits 4|8] [--kv-cache f32|f16|bf16|q8|k8v4] [--profile] [--profile-shapes]
+//   node packages/engine/bench/batch.mjs [--model gemma3n|gemma4|phi35] [--layers N] [--prompt 32] [--gen 32] [--batches 1,2,4,8] [--matmul balanced|fast|exact|int8|mixed] [--weight-memory resident|mapped] [--weight-layout auto|rows] [--bits 4|8] [--kv-cache f32|f16|bf16|q8|k8v4] [--profile] [--profile-shapes] [--profile-rows 12]
 // --profile: per batch size, the native kernel time per op kind over the decode steps (prefill
 // excluded: counting starts once every prompt has its first token) and what is left of the wall time
 // (JS, scheduling, waiting), per decode step. --profile-shapes: the same with each matmul kind split by
-// weight shape (as `mlxcel bench --profile-shapes`).
+// weight shape (as `mlxcel bench --profile-shapes`). Each op kind shows its ms and native calls per step;
+// --profile-rows: how many op kinds (the costliest first; default 12).
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setMatmulPrecision, startProfile, stopProfile } from '@mlxcel/core-native';
@@ -41,6 +42,7 @@ if (flag('weight-memory')) setWeightPlacement(flag('weight-memory'));
 if (flag('weight-layout')) setWeightLayout(flag('weight-layout'));
 const profileShapes = args.includes('--profile-shapes');
 const profile = profileShapes || args.includes('--profile');
+const profileRows = Number(flag('profile-rows', '12'));
 // KV storage as `mlxcel serve` picks it: --kv-cache, else f16 on the fast paths and f32 with exact.
 const kvCache = flag('kv-cache', defaultKvStorage(precision));
 
@@ -80,7 +82,7 @@ for (const n of batches) {
   if (r.ops) {
     // Approximately gen - 1 steps after the profile starts (a late first token shortens it a little).
     const steps = gen - 1, nativeMs = Object.values(r.ops).reduce((a, o) => a + o.ms, 0);
-    const rows = Object.entries(r.ops).slice(0, Number(process.env.TOPN ?? 12)).map(([k, o]) => `${k} ${(o.ms / steps).toFixed(2)}${process.env.TOPN ? ` (${((o.calls ?? 0) / steps).toFixed(0)})` : ""}`);
+    const rows = Object.entries(r.ops).slice(0, profileRows).map(([k, o]) => `${k} ${(o.ms / steps).toFixed(2)} (${(o.calls / steps).toFixed(0)} calls)`);
     console.log(`     per decode step (ms): wall ${(r.decodeMs / steps).toFixed(2)}, native ${(nativeMs / steps).toFixed(2)} [${rows.join(', ')}], rest ${((r.decodeMs - nativeMs) / steps).toFixed(2)}`);
   }
 }
