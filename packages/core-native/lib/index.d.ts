@@ -30,7 +30,7 @@ export interface NativeWeight {
   ffn?: boolean | 'input' | 'output';
   /**
    * MLX affine only: 0 (default) the checkpoint's row layout; 1 the 16-row tile layout written by
-   * `packWeightTiles` (4-bit codes, rows % 16 == 0, cols % 128 == 0), read by `matmul` and `gather` where
+   * `packWeightTiles` (4- or 8-bit codes, rows % 16 == 0, cols % 64 == 0), read by `matmul` and `gather` where
    * `weightTileLayout()` is true and rejected elsewhere (and by `moeSwitchGLU`).
    */
   layout?: 0 | 1;

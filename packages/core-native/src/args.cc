@@ -210,7 +210,7 @@ WeightRef weight_arg(const Napi::Value& v, const char* fn, const char* name) {
     r.layout = int(weight_int(layout, fn, name, kKeyLayout, kWeightRows, kWeightTiles16));
     if (r.layout == kWeightTiles16) {
       if (!tiles_shape_ok(r))
-        throw_range(env, w() + ": the 16-row tile layout needs 4-bit codes with cols a multiple of 128 or 8-bit codes with cols a multiple of 64, and rows a multiple of 16 (got " +
+        throw_range(env, w() + ": the 16-row tile layout needs 4- or 8-bit codes with cols a multiple of 64 and rows a multiple of 16 (got " +
                              std::to_string(r.bits) + "-bit [" + std::to_string(r.rows) + ", " + std::to_string(r.cols) + "])");
       if (!kernels().weight_tiles)
         throw_range(env, w() + " is in the 16-row tile layout, which the " + std::string(kernels().name) +

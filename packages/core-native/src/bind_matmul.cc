@@ -180,7 +180,7 @@ Napi::Value PackWeightTiles(const Napi::CallbackInfo& info) {
   if (w.dtype != kQAffine || w.layout != kWeightRows)
     throw_range(env, "packWeightTiles: weight must be an MLX affine quantized weight in the row layout");
   if (!tiles_shape_ok(w))
-    throw_range(env, "packWeightTiles: the 16-row tile layout needs 4-bit codes with cols a multiple of 128 or 8-bit codes with cols a multiple of 64, and rows a multiple of 16 (got " +
+    throw_range(env, "packWeightTiles: the 16-row tile layout needs 4- or 8-bit codes with cols a multiple of 64 and rows a multiple of 16 (got " +
                          std::to_string(w.bits) + "-bit [" + std::to_string(w.rows) + ", " + std::to_string(w.cols) + "])");
   if (!info[1].IsObject()) throw_type(env, "packWeightTiles: out must be an object { data, scales, biases }");
   Napi::Object o = info[1].As<Napi::Object>();

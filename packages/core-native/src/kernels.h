@@ -27,7 +27,7 @@ struct WeightRef {
   // "mixed" and "balanced" matmul precisions (bind_matmul.cc). Read by no kernel.
   int ffn = 0;
   // kWeightRows: row r's codes at data + r * cols * bits / 8, its scales / biases at r * groups.
-  // kWeightTiles16 (4- or 8-bit codes; rows % 16 == 0, cols % 128 (4-bit) or 64 (8-bit) == 0; written by
+  // kWeightTiles16 (4- or 8-bit codes; rows % 16 == 0, cols % 64 == 0; written by
   // packWeightTiles): 16 rows interleaved one 32-bit code word (8 codes low nibble first, or 4 bytes) at
   // a time, so that one 64-byte vector holds the same word of 16 rows and an integer dot product's i32
   // lanes are weight rows. With t = r / 16, W = cols * bits / 32 words per row and j = the word: row r's
@@ -41,7 +41,7 @@ enum WeightLayout : int { kWeightRows = 0, kWeightTiles16 = 1 };
 enum FfnRole : int { kFfnNone = 0, kFfnAny = 1, kFfnInput = 2, kFfnOutput = 3 };
 // Whether an MLX affine weight's shape can take kWeightTiles16 (whole tiles, whole 64-byte chunks).
 inline bool tiles_shape_ok(const WeightRef& w) {
-  return w.rows % 16 == 0 && ((w.bits == 4 && w.cols % 128 == 0) || (w.bits == 8 && w.cols % 64 == 0));
+  return w.rows % 16 == 0 && (w.bits == 4 || w.bits == 8) && w.cols % 64 == 0;
 }
 
 // KV storage read by the attention kernel (packages/cache). A cache hands one or more segments per

@@ -71,6 +71,19 @@ describe(`matmulShared [${initialIsa}]`, () => {
       }
   });
 
+  it('4-bit weights of 64 columns (exact split in every precision) give matmul\'s bits too', () => {
+    const ws = [2048, 64].map((n, j) => nativeQ(randomQ(n, 64, 4, 64, 2, 80 + j)));
+    const set = native.weightTileLayout() ? ws.map(tiled) : ws;
+    for (const mode of ['exact', 'fast', 'balanced'] as const) {
+      native.setMatmulPrecision(mode);
+      for (const M of [1, 8]) {
+        const x = randF32(M * 64, 81 + M, -1, 1);
+        const want = separate(x, M, set, [null, null]);
+        shared(x, M, set, null).forEach((y, j) => expect(y, `${mode} M=${M} weight ${j}`).toEqual(want[j]));
+      }
+    }
+  });
+
   it('a non-finite x row stays in its own row of every output', () => {
     const ws = ROWS.map((n, j) => nativeQ(randomQ(n, K, 4, 64, 2, 40 + j)));
     const sets = native.weightTileLayout() ? [ws, ws.map(tiled)] : [ws];

@@ -107,6 +107,30 @@ describe.runIf(tilesHere)(`16-row tile layout [${initialIsa}]`, () => {
     }
   });
 
+  it('4-bit codes with cols not a multiple of 128 (K = 64, 192: a LAuReL projection): GEMV in the exact split in every precision, rows equal single rows; GEMM gives the row layout\'s bits', () => {
+    for (const K of [64, 192]) for (const group of [32, 64]) {
+      const N = 48;
+      const q = randomQ(N, K, 4, group, 2, K + group);
+      const rows = nativeQ(q), t = tiled(rows);
+      const bias = randF32(N, 3);
+      const W = dequantRef(q), mag = quantMagnitude(q);
+      for (const M of [1, 3, 8, 16]) {
+        const x = randF32(M * K, 200 + M, -2, 2);
+        const exact = run(x, M, t, bias, 'exact');
+        checkMatmul(exact, x, M, K, W, N, bias, 4e-6, `K=${K} g${group} M=${M}`, mag);
+        // The integer-activation GEMV needs whole 128-code chunks: "fast" / "int8" keep the exact split here.
+        for (const mode of ['fast', 'int8'] as const) expect(run(x, M, t, bias, mode), `${mode} K=${K} M=${M}`).toEqual(exact);
+        for (let m = 0; m < M; m++)
+          expect(exact.subarray(m * N, (m + 1) * N), `K=${K} M=${M} row ${m}`).toEqual(run(x.subarray(m * K, (m + 1) * K), 1, t, bias, 'exact'));
+      }
+      for (const M of [17, 40]) {
+        const x = randF32(M * K, 300 + M, -2, 2);
+        for (const mode of ['exact', 'fast', 'int8'] as const)
+          expect(run(x, M, t, bias, mode), `GEMM ${mode} K=${K} g${group} M=${M}`).toEqual(run(x, M, rows, bias, mode));
+      }
+    }
+  });
+
   it('a non-finite x row gives NaN / Inf in its own row only', () => {
     const N = 64, K = 256;
     const q = randomQ(N, K, 4, 64, 2, 77);
@@ -124,9 +148,11 @@ describe.runIf(tilesHere)(`16-row tile layout [${initialIsa}]`, () => {
   it('packWeightTiles rejects what the layout cannot hold, short or overlapping outputs', () => {
     const out = (n: number, s: number) => ({ data: new Uint8Array(n), scales: new Uint8Array(s), biases: new Uint8Array(s) });
     const q2 = nativeQ(randomQ(16, 128, 2, 64, 0, 1));
-    expect(() => native.packWeightTiles(q2, out(16 * 32, 16 * 2 * 4))).toThrow(/4-bit codes .* 8-bit codes .*\(got 2-bit \[16, 128\]\)/);
+    expect(() => native.packWeightTiles(q2, out(16 * 32, 16 * 2 * 4))).toThrow(/4- or 8-bit codes with cols a multiple of 64 and rows a multiple of 16 \(got 2-bit \[16, 128\]\)/);
     const q8odd = nativeQ(randomQ(16, 96, 8, 32, 0, 1));
-    expect(() => native.packWeightTiles(q8odd, out(16 * 96, 16 * 3 * 4))).toThrow(/8-bit codes with cols a multiple of 64.*8-bit \[16, 96\]/);
+    expect(() => native.packWeightTiles(q8odd, out(16 * 96, 16 * 3 * 4))).toThrow(/cols a multiple of 64.*8-bit \[16, 96\]/);
+    const q4odd = nativeQ(randomQ(16, 96, 4, 32, 0, 1));
+    expect(() => native.packWeightTiles(q4odd, out(16 * 48, 16 * 3 * 4))).toThrow(/cols a multiple of 64.*4-bit \[16, 96\]/);
     const odd = nativeQ(randomQ(20, 128, 4, 64, 0, 2));
     expect(() => native.packWeightTiles(odd, out(20 * 64, 20 * 2 * 4))).toThrow(/rows a multiple of 16/);
     const w = nativeQ(randomQ(16, 256, 4, 64, 1, 3));

@@ -122,7 +122,7 @@ export function allocWeightBytes(n: number): Uint8Array {
 
 /**
  * How resident quantized weights are laid out for the kernels: `auto` repacks each streamed 4- or 8-bit
- * weight whose shape allows it (rows a multiple of 16, columns of 128 for 4-bit, 64 for 8-bit) into
+ * weight whose shape allows it (rows a multiple of 16, columns of 64) into
  * core-native's 16-row tile layout
  * where the running kernels read it (`weightTileLayout()`: the AVX-512 VNNI variant), `rows` keeps the
  * checkpoint's row layout.
@@ -155,7 +155,7 @@ export function setWeightLayout(l: WeightLayout): WeightLayout {
 function tiles(w: Weight): boolean {
   const n = w.native;
   return layout === 'auto' && n.dtype === 3 && (n.layout ?? 0) === 0 && w.shape.length === 2 && n.rows % 16 === 0 &&
-    ((n.bits === 4 && n.cols % 128 === 0) || (n.bits === 8 && n.cols % 64 === 0)) && native.weightTileLayout();
+    (n.bits === 4 || n.bits === 8) && n.cols % 64 === 0 && native.weightTileLayout();
 }
 
 /**

@@ -248,11 +248,15 @@ static void q8act_pack_tile(const WeightRef& w, int64_t n0, int nr, int64_t k0, 
       for (int64_t k4 = 0; k4 < steps; k4++) wt[k4 * VL + r] = 0;
       continue;
     }
-    const uint8_t* row = w.data + (n0 + r) * row_bytes;
+    // Codes of elements [k0, k0 + kc) of the row from p0: in place in the row layout; for a tiled weight
+    // (4-bit codes with cols % 128 != 0, which the transposing path above does not take) a copy of them.
+    static thread_local TiledRowBuf s_row;
+    const uint8_t* p0 = w.layout == kWeightTiles16 ? tiled_row_view(w, n0 + r, k0, kc, s_row).data
+                                                   : w.data + (n0 + r) * row_bytes + k0 * w.bits / 8;
     int64_t k4 = 0;
     if (w.bits == 4) {
       // Two bytes hold 4 codes (low nibble first); spread them to one byte each: 0xDCBA -> 0x0D0C0B0A.
-      const uint8_t* p = row + k0 / 2;
+      const uint8_t* p = p0;
       for (; k4 + VL <= steps; k4 += VL) {
         vh h;
         std::memcpy(&h, p + 2 * k4, sizeof h);
@@ -265,8 +269,7 @@ static void q8act_pack_tile(const WeightRef& w, int64_t n0, int nr, int64_t k0, 
         wt[k4 * VL + r] = (u & 0xfu) | ((u & 0xf0u) << 4) | ((u & 0xf00u) << 8) | ((u & 0xf000u) << 12);
       }
     } else {
-      const uint8_t* p = row + k0;
-      for (; k4 < steps; k4++) std::memcpy(&wt[k4 * VL + r], p + 4 * k4, 4);
+      for (; k4 < steps; k4++) std::memcpy(&wt[k4 * VL + r], p0 + 4 * k4, 4);
     }
   }
 }
@@ -473,6 +476,15 @@ static inline void q8act_rows(int mr, const uint32_t* wt, int64_t wstride, const
   q8act_micro<MR, PLANES, NV>(wt, wstride, xq, plane_off, dx, xs, sc, bi, sstride, ng, G, io);
 }
 
+#if defined(__AVX512VNNI__) && MLX_VL == 16
+// Whether the GEMV (M <= kGemvMaxM) takes integer activations for this weight: whole 64-byte code chunks
+// of the row-layout kernel (4-bit: K % 128, 8-bit: K % 64); other shapes (a 2048 x 64 LAuReL projection)
+// keep the exact GEMV in every precision, tiled or not.
+static inline bool q8act_gemv_takes(const WeightRef& w) {
+  return (w.bits == 4 && w.cols % 128 == 0) || (w.bits == 8 && w.cols % 64 == 0);
+}
+#endif
+
 struct Q8ActScratch {
   Scratch xq, dx, xsum, wt, sc, bi, acc, tiles;
 };
@@ -493,8 +505,7 @@ static bool matmul_q8act(const float* x, int64_t M, const WeightRef& w, const fl
     // The GEMV's digit-plane path takes the same integer activations (vnni_prepare with `planes`), row by
     // row, so batched decode equals single-stream decode in these precisions too. (This GEMM with the
     // transposing repack measured 3x slower than it at M = 1: the repack reads 16 rows side by side.)
-    const int64_t K = w.cols;
-    if ((w.bits == 4 && K % 128 == 0) || (w.bits == 8 && K % 64 == 0)) {
+    if (q8act_gemv_takes(w)) {
       gemv(x, M, w, bias, y, planes);
       return true;
     }

@@ -469,7 +469,9 @@ static void gemv_tiles(const float* x, int64_t M, const WeightRef& w, const floa
       return false;
     jobs[j] = {&w, biases[j], ys[j]};
   }
-  gemv_tiles_many(x, M, jobs, n, planes == 0 ? 3 : planes);
+  // The digit planes each matmul alone would take (matmul_q8act: integer activations only where
+  // q8act_gemv_takes, else the exact split).
+  gemv_tiles_many(x, M, jobs, n, planes != 0 && q8act_gemv_takes(w0) ? planes : 3);
   return true;
 }
 
