@@ -135,6 +135,14 @@ export function nativeQ(q: QWeight): native.NativeWeight {
 }
 
 /** Random packed codes with random-sign scales and biases (every code value occurs). */
+/** The same weight in the 16-row tile layout (packWeightTiles into new buffers), as `layout: 1`. */
+export function tiled(w: native.NativeWeight): native.NativeWeight {
+  const data = new Uint8Array((w.data as Uint8Array).byteLength);
+  const scales = new Uint8Array(w.scales!.byteLength), biases = new Uint8Array(w.biases!.byteLength);
+  native.packWeightTiles(w, { data, scales, biases });
+  return { ...w, data, scales, biases, layout: 1 };
+}
+
 export function randomQ(rows: number, cols: number, bits: number, group: number, scaleDtype: ScaleDtype, seed: number): QWeight {
   const r = rng(seed);
   const packed = randBytes((rows * cols * bits) / 8, seed + 1);

@@ -4,7 +4,7 @@
 // exactly the bits of matmul alone, and bad arguments are refused naming the argument.
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import * as native from '../lib/index.js';
-import { nativeQ, randF32, randomQ } from './helpers.js';
+import { nativeQ, randF32, randomQ, tiled } from './helpers.js';
 
 const initialIsa = native.cpuInfo().isa;
 afterAll(() => native.setIsa(initialIsa));
@@ -12,13 +12,6 @@ afterEach(() => {
   native.setMatmulPrecision('exact');
   native.setIsa(initialIsa);
 });
-
-function tiled(w: native.NativeWeight): native.NativeWeight {
-  const data = new Uint8Array((w.data as Uint8Array).byteLength);
-  const scales = new Uint8Array(w.scales!.byteLength), biases = new Uint8Array(w.biases!.byteLength);
-  native.packWeightTiles(w, { data, scales, biases });
-  return { ...w, data, scales, biases, layout: 1 };
-}
 
 function separate(x: Float32Array, M: number, ws: native.NativeWeight[], bs: (Float32Array | null)[]): Float32Array[] {
   return ws.map((w, j) => {

@@ -10,7 +10,7 @@
 //      == single), and a non-finite x row stays in its row.
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import * as native from '../lib/index.js';
-import { checkMatmul, dequantRef, nativeQ, q8actReference, quantMagnitude, randF32, randomQ, type ScaleDtype } from './helpers.js';
+import { checkMatmul, dequantRef, nativeQ, q8actReference, quantMagnitude, randF32, randomQ, tiled, type ScaleDtype } from './helpers.js';
 
 const initialIsa = native.cpuInfo().isa;
 afterAll(() => native.setIsa(initialIsa));
@@ -18,13 +18,6 @@ afterEach(() => {
   native.setMatmulPrecision('exact');
   native.setIsa(initialIsa);
 });
-
-function tiled(w: native.NativeWeight): native.NativeWeight {
-  const data = new Uint8Array((w.data as Uint8Array).byteLength);
-  const scales = new Uint8Array(w.scales!.byteLength), biases = new Uint8Array(w.biases!.byteLength);
-  native.packWeightTiles(w, { data, scales, biases });
-  return { ...w, data, scales, biases, layout: 1 };
-}
 
 function run(x: Float32Array, M: number, w: native.NativeWeight, bias: Float32Array | null, mode: native.MatmulPrecision = 'exact'): Float32Array {
   native.setMatmulPrecision(mode);
@@ -53,7 +46,7 @@ describe.runIf(tilesHere)(`16-row tile layout [${initialIsa}]`, () => {
     for (const bits of [4, 8]) {
     const q = randomQ(64, 384, bits, 32, 2, 21 + bits);
     const w = nativeQ(q), out = tiled(w);
-    const inPlace = { ...w, data: (w.data as Uint8Array).slice(), scales: w.scales!.slice(), biases: w.biases!.slice() };
+    const inPlace = { ...w, data: (w.data as Uint8Array).slice(), scales: (w.scales as Uint8Array).slice(), biases: (w.biases as Uint8Array).slice() };
     native.packWeightTiles(inPlace, inPlace as { data: Uint8Array; scales: Uint8Array; biases: Uint8Array });
     expect(inPlace.data).toEqual(out.data);
     expect(inPlace.scales).toEqual(out.scales);
