@@ -89,15 +89,19 @@ Napi::Value MatmulShared(const Napi::CallbackInfo& info) {
   WeightRef ws[kMaxSharedGemv];
   const float* biases[kMaxSharedGemv];
   float* ys[kMaxSharedGemv];
+  // Argument names for the error messages, built by no call that succeeds (decode makes hundreds a step).
+  static const char* const kWeightNames[] = {"weights[0]", "weights[1]", "weights[2]", "weights[3]", "weights[4]", "weights[5]", "weights[6]", "weights[7]"};
+  static const char* const kBiasNames[] = {"biases[0]", "biases[1]", "biases[2]", "biases[3]", "biases[4]", "biases[5]", "biases[6]", "biases[7]"};
+  static const char* const kOutNames[] = {"outs[0]", "outs[1]", "outs[2]", "outs[3]", "outs[4]", "outs[5]", "outs[6]", "outs[7]"};
+  static_assert(sizeof kWeightNames / sizeof kWeightNames[0] == kMaxSharedGemv, "one name per weight");
   for (int j = 0; j < n; j++) {
-    const std::string at = "[" + std::to_string(j) + "]";
-    ws[j] = weight_arg(wa.Get(uint32_t(j)), fn, ("weights" + at).c_str());
+    ws[j] = weight_arg(wa.Get(uint32_t(j)), fn, kWeightNames[j]);
     if (ws[j].cols != ws[0].cols)
-      throw_range(env, "matmulShared: weights" + at + " has " + std::to_string(ws[j].cols) + " columns, weights[0] " +
+      throw_range(env, std::string("matmulShared: ") + kWeightNames[j] + " has " + std::to_string(ws[j].cols) + " columns, weights[0] " +
                            std::to_string(ws[0].cols) + " (they must share x)");
     const Napi::Value b = has_biases ? ba.Get(uint32_t(j)) : env.Null();
-    biases[j] = is_nullish(b) ? nullptr : f32_arg(b, fn, ("biases" + at).c_str(), ws[j].rows);
-    ys[j] = f32_arg(oa.Get(uint32_t(j)), fn, ("outs" + at).c_str(), count_of(env, fn, M, ws[j].rows));
+    biases[j] = is_nullish(b) ? nullptr : f32_arg(b, fn, kBiasNames[j], ws[j].rows);
+    ys[j] = f32_arg(oa.Get(uint32_t(j)), fn, kOutNames[j], count_of(env, fn, M, ws[j].rows));
   }
   const float* x = f32_arg(info[0], fn, "x", count_of(env, fn, M, ws[0].cols));
   // x is read while outputs are written (and the outputs are written side by side): none may overlap.
