@@ -5,23 +5,13 @@
 // outputs. Weights cycle over >= 512 MiB of copies in huge-page blocks (one set per layout), so every
 // call reads DRAM as a model's decode step does; --l2 uses one small copy instead (the kernel's own rate).
 //   node bench/layouts-ab.mjs [--m 1,8] [--n 6144] [--k 1536] [--bits 4|8] [--precisions fast,int8,exact] [--threads N] [--l2]
-import { createRequire } from 'node:module';
 import { q4Weight } from './q4-weight.mjs';
+import { flag, has, native, requireTileLayout } from './tile-bench.mjs';
 
-const require = createRequire(import.meta.url);
-const native = require('../packages/core-native/lib/index.cjs');
-const args = process.argv.slice(2);
-const flag = (name, dflt) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1] : dflt;
-};
-if (!native.weightTileLayout()) {
-  console.error(`layouts-ab: the ${native.cpuInfo().isa} kernels do not read the tile layout`);
-  process.exit(1);
-}
+requireTileLayout('layouts-ab');
 if (flag('threads')) native.setThreads(Number(flag('threads')));
 const N = Number(flag('n', 6144)), K = Number(flag('k', 1536));
-const l2 = args.includes('--l2');
+const l2 = has('l2');
 const bits = Number(flag('bits', 4));
 if (bits !== 4 && bits !== 8) throw new Error(`--bits must be 4 or 8, got ${bits}`);
 const codeBytes = (N * K * bits) / 8, scaleBytes = (N * K) / 64 * 2;

@@ -6,20 +6,10 @@
 // both ways (turns alternating which goes first); the median per-layer times and the median of the
 // paired ratios are printed, with the largest output difference (0: the same bits).
 //   node bench/shared-gemv.mjs [--m 1,8] [--k 2048] [--parts 2048+512+512,8192+8192] [--precision fast] [--reps 9]
-import { createRequire } from 'node:module';
 import { q4Weight } from './q4-weight.mjs';
+import { flag, native, requireTileLayout } from './tile-bench.mjs';
 
-const require = createRequire(import.meta.url);
-const native = require('../packages/core-native/lib/index.cjs');
-const args = process.argv.slice(2);
-const flag = (name, dflt) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1] : dflt;
-};
-if (!native.weightTileLayout()) {
-  console.error(`shared-gemv: the ${native.cpuInfo().isa} kernels do not read the tile layout, where matmulShared runs one matmul per weight`);
-  process.exit(1);
-}
+requireTileLayout('shared-gemv', ', where matmulShared runs one matmul per weight');
 const precision = native.setMatmulPrecision(flag('precision', 'fast'));
 const K = Number(flag('k', 2048));
 const reps = Number(flag('reps', 9));
