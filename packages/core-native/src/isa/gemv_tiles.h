@@ -21,20 +21,21 @@
 
 #if defined(__AVX512VNNI__) && MLX_VL == 16
 
-// Digit planes of one x row for the tile kernels, NP of them (most significant first), as one piece per
-// code word: for 4-bit codes piece j of plane p is elements 8j .. 8j + 7, the even positions then the
-// odd ones (the x values of word j's low and high nibbles), 8 bytes at out + j * stride + p * 8; for
-// 8-bit codes elements 4j .. 4j + 3, 4 bytes at out + j * stride + p * 4. The kernels interleave the
-// pieces of all rows and planes of an x block (stride = rows * NP * piece bytes), so a block's x is one
-// sequential stream:
+// The exact split of one x row for the tile kernels: three digit planes (most significant first,
+// t = d2 * 65536 + d1 * 256 + d0, the rounding of vnni_prepare) as one piece per code word: for 4-bit
+// codes piece j of plane p is elements 8j .. 8j + 7, the even positions then the odd ones (the x values
+// of word j's low and high nibbles), 8 bytes at out + j * stride + p * 8; for 8-bit codes elements
+// 4j .. 4j + 3, 4 bytes at out + j * stride + p * 4. The kernels interleave the pieces of all rows and
+// planes of an x block (stride = rows * planes * piece bytes), so a block's x is one sequential stream:
 // with separate planes, 8 rows at K = 8192 were 16 streams of 8 KiB read 8 bytes per step, and the
-// 8-row GEMV ran at 0.86x the row layout's instead of 2.2x (bench/layouts-ab.mjs). sx[g]: the group's scale (max |x| / T).
-// Returns false when x holds a non-finite value.
-static bool tiles_prepare(const float* x, int64_t K, int G, int bits, int8_t* out, int64_t stride, float* sx, int NP) {
+// 8-row GEMV ran at 0.86x the row layout's instead of 2.2x (bench/layouts-ab.mjs). sx[g]: the group's
+// scale (max |x| / T); xsum[g]: the f32 group sum of x, added lane by lane as the row-layout GEMV does.
+// The integer activations ("fast" / "int8") take tiles_prepare_int instead. Returns false when x holds
+// a non-finite value.
+static bool tiles_prepare_exact(const float* x, int64_t K, int G, int bits, int8_t* out, int64_t stride, float* sx, float* xsum) {
   const int64_t gpr = K / G;
   const __m512 inf = _mm512_set1_ps(INFINITY);
-  const int T = NP == 3 ? kPlaneT : NP == 2 ? 32639 : 127;
-  const __m512i tmax = _mm512_set1_epi32(T), tmin = _mm512_set1_epi32(-T);
+  const __m512i tmax = _mm512_set1_epi32(kPlaneT), tmin = _mm512_set1_epi32(-kPlaneT);
   for (int64_t g = 0; g < gpr; g++) {
     const float* xg = x + g * G;
     __m512 mx = _mm512_setzero_ps();
@@ -46,34 +47,32 @@ static bool tiles_prepare(const float* x, int64_t K, int G, int bits, int8_t* ou
     }
     if (bad) return false;
     const float m = _mm512_reduce_max_ps(mx);
-    sx[g] = m / float(T);
-    const __m512 inv = _mm512_set1_ps(m > 0.f ? float(T) / m : 0.f);
+    sx[g] = m / float(kPlaneT);
+    const __m512 inv = _mm512_set1_ps(m > 0.f ? float(kPlaneT) / m : 0.f);
+    vf sum = vsplat(0.f);
     for (int c = 0; c < G; c += 16) {
+      sum += vload(xg + c);
       __m512i t = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xg + c), inv));
       t = _mm512_min_epi32(_mm512_max_epi32(t, tmin), tmax);
       __m512i d[3];
-      if (NP == 3) plane_digits(t, d[0], d[1], d[2]);
-      else if (NP == 2) {
-        const vi a0 = (((vi)t + 128) & 255) - 128;
-        d[1] = (__m512i)a0;
-        d[0] = (__m512i)(((vi)t - a0) >> 8);
-      } else d[0] = t;
+      plane_digits(t, d[0], d[1], d[2]);
       if (bits == 4) {
         const int64_t j = (g * G + c) / 8;
-        for (int p = 0; p < NP; p++) {
+        for (int p = 0; p < 3; p++) {
           const __m128i b = _mm_shuffle_epi8(_mm512_cvtepi32_epi8(d[p]), _mm_setr_epi8(0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15));
           _mm_storel_epi64(reinterpret_cast<__m128i*>(out + j * stride + p * 8), b);
           _mm_storel_epi64(reinterpret_cast<__m128i*>(out + (j + 1) * stride + p * 8), _mm_unpackhi_epi64(b, b));
         }
       } else {
         const int64_t j = (g * G + c) / 4;
-        for (int p = 0; p < NP; p++) {
+        for (int p = 0; p < 3; p++) {
           alignas(16) int32_t b[4];
           _mm_store_si128(reinterpret_cast<__m128i*>(b), _mm512_cvtepi32_epi8(d[p]));
           for (int i = 0; i < 4; i++) std::memcpy(out + (j + i) * stride + p * 4, &b[i], 4);
         }
       }
     }
+    xsum[g] = hsum(sum);
   }
   return true;
 }
@@ -112,7 +111,7 @@ static inline __m512 reduce16x16(const __m512 (&v)[16], Op op) {
   return _mm512_permutexvar_ps(order, r);
 }
 
-// tiles_prepare for the integer activations (NP = 1: "int8", 2: "fast"): the same pieces, the same
+// tiles_prepare_exact for the integer activations (NP = 1: "int8", 2: "fast"): the same pieces, the same
 // rounding of x (so the same integers t and group scales sx), and the f32 group sums xsum too, in ~a third
 // of the time (a batched decode step prepares ~1,500 x rows of 2-8 K values: ~3 ms of an 8-sequence
 // Gemma 3n step before). Groups go 16 at a time: their maxima and sums reduce together (reduce16x16) and
@@ -223,7 +222,7 @@ static inline void tiles_dot(__m512i& acc, __m512i w, const int8_t* x) {
 // Software prefetch distance in bytes (TilePrefetch: one line ahead per line consumed).
 constexpr int64_t kTilesPrefetch = 4096;
 
-// y[m][16 t + lane] for the RT tiles t0 .. t0 + RT - 1 and MB prepared x rows (planes: their pieces as tiles_prepare
+// y[m][16 t + lane] for the RT tiles t0 .. t0 + RT - 1 and MB prepared x rows (planes: their pieces as tiles_prepare_*
 // interleaves them, piece j of row m, plane p at (j * MB + m) * NP * 8; sx
 // and xsum [MB][gpr]).
 template <int BITS, int SD, int NP, int MB, int RT>
@@ -374,7 +373,7 @@ static void gemv_tiles_many(const float* x, int64_t M, const TilesJob* jobs, int
     const int pw = 32 / w0.bits;  // x bytes per piece
     int8_t* at = planes + m0 * np * K + (m - m0) * np * pw;
     const bool ok = np < 3 ? tiles_prepare_int(x + m * K, K, w0.group, w0.bits, at, mb * np * pw, sx + m * gpr, xsum + m * gpr, np)
-                           : tiles_prepare(x + m * K, K, w0.group, w0.bits, at, mb * np * pw, sx + m * gpr, np);
+                           : tiles_prepare_exact(x + m * K, K, w0.group, w0.bits, at, mb * np * pw, sx + m * gpr, xsum + m * gpr);
     if (!ok) {
       for (int j = 0; j < n; j++) {
         const WeightRef& w = *jobs[j].w;
@@ -400,14 +399,6 @@ static void gemv_tiles_many(const float* x, int64_t M, const TilesJob* jobs, int
         });
       }
       return;
-    }
-    if (np < 3) continue;  // tiles_prepare_int wrote the group sums
-    // Exact f32 group sums of x, as the row-layout GEMV computes them.
-    for (int64_t g = 0; g < gpr; g++) {
-      const float* xg = x + m * K + g * w0.group;
-      vf a = vsplat(0.f);
-      for (int c = 0; c < w0.group; c += VL) a += vload(xg + c);
-      xsum[m * gpr + g] = hsum(a);
     }
   }
   // The tiles of all weights numbered one after another: weight j's are [first[j], first[j + 1]).
